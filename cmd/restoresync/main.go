@@ -1,0 +1,128 @@
+// Command restoresync restores web-hosting accounts and file trees from a
+// backup server over SSH, in parallel streams, setting owner, mode and times
+// on each file as it lands. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/restoresync/restoresync/restore"
+	"github.com/restoresync/restoresync/transfer"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes, following rsync's where one fits.
+const (
+	exitOK       = 0
+	exitUsage    = 1   // syntax or usage error
+	exitFileIO   = 11  // error in file I/O (cannot open SRC or DST)
+	exitProtocol = 12  // error in the protocol data stream
+	exitSignal   = 20  // interrupted by SIGINT or SIGTERM
+	exitPartial  = 23  // some files could not be restored
+	exitTimeout  = 30  // timeout
+	exitSSH      = 255 // the SSH connection failed
+)
+
+// exitError carries an exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() { // a second signal ends the process at once
+		<-ctx.Done()
+		stop()
+	}()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the command line and returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	code := exitCode(ctx, err)
+	if code != exitPartial || !errors.As(err, new(*exitError)) || err.Error() != "" {
+		fmt.Fprintf(stderr, "restoresync: %v\n", err)
+	}
+	return code
+}
+
+// exitCode maps an error to rsync's exit codes.
+func exitCode(ctx context.Context, err error) int {
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, restore.ErrUsage), isFlagError(err):
+		return exitUsage
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		return exitSignal
+	case errors.Is(err, context.DeadlineExceeded):
+		return exitTimeout
+	case errors.Is(err, transfer.ErrConnect):
+		return exitSSH
+	case errors.Is(err, transfer.ErrProtocol), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return exitProtocol
+	}
+	return exitFileIO
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "restoresync",
+		Short: "Restore accounts and file trees over SSH, fast and safely",
+		Long: `restoresync streams a file tree from a backup server straight to its final
+place, in parallel over SSH, with per-stream compression, setting owner, mode
+and times on each file as it lands.`,
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &exitError{exitUsage, fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath())}
+	})
+	root.AddCommand(newRestoreCmd(), newServeCmd(), newBenchCmd())
+	return root
+}
+
+// isFlagError reports cobra's argument-count errors, which do not pass
+// through the flag error func.
+func isFlagError(err error) bool {
+	var ue *usageError
+	return errors.As(err, &ue)
+}
+
+// usageError is a wrong command line found by a command itself.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return &usageError{fmt.Sprintf("%s takes %d arguments, got %d\nUsage: %s", cmd.Name(), n, len(args), cmd.UseLine())}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/restoresync/restoresync/restore"
+	"github.com/restoresync/restoresync/transfer"
+)
+
+// restoreOptions are the restore command's flags.
+type restoreOptions struct {
+	opts       restore.Options
+	blockSize  byteSize
+	readBuf    byteSize
+	writeBuf   byteSize
+	timeoutSec int
+	json       bool
+	archive    bool
+}
+
+func newRestoreCmd() *cobra.Command {
+	o := &restoreOptions{
+		blockSize: byteSize(restore.DefaultBlockSize),
+		readBuf:   256 << 10,
+		writeBuf:  1 << 20,
+	}
+	o.opts.Method = restore.MethodRaw
+	o.opts.Jobs = 4
+	o.opts.Compression = transfer.DefaultCompression
+	cmd := &cobra.Command{
+		Use:   "restore [flags] SRC DST",
+		Short: "Restore SRC's contents into DST (one side may be remote)",
+		Long: `Restore the contents of SRC into DST, like 'rsync -aH SRC/ DST/'. DST is created
+if missing; a trailing slash on SRC makes no difference.
+
+SRC and DST are PATH, [user@]host:PATH or ssh://[user@]host[:port]/PATH; at
+most one is remote. The remote host must have restoresync on its PATH (or
+see --remote-path), or be a 'restoresync serve --listen' endpoint.
+
+Files already in DST with the same size and mtime are skipped (rsync's
+quick check), so a rerun after an interruption sends only what is missing.`,
+		Example: `  # pull an account from a backup server
+  restoresync restore backup.example.com:/snapshots/daily.0/alice /home/alice
+  # through the system OpenSSH client, with its config and a jump host
+  restoresync restore -e 'ssh -J bastion' backup:/snap/alice /home/alice
+  # from a 'restoresync serve --listen' endpoint, 8 streams, lz4
+  restoresync restore -j 8 --compress lz4 ssh://restore@10.0.0.5:2222/alice /home/alice`,
+		Args: usageArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRestore(cmd.Context(), cmd, o, args)
+		},
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func (o *restoreOptions) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.SortFlags = false
+	r := &o.opts
+	f.Var(&r.Method, "method", "restore method: raw")
+	f.IntVarP(&r.Jobs, "jobs", "j", r.Jobs, "parallel streams (separate SSH connections)")
+	f.Var(&r.Compression, "compress", "per-stream compression: none, lz4, zstd or gzip, optionally :LEVEL")
+	f.Var(&o.blockSize, "block-size", "files larger than this are split into blocks spread across streams")
+	f.Var(&o.readBuf, "read-buffer", "disk read buffer per stream (sending side)")
+	f.Var(&o.writeBuf, "write-buffer", "disk write buffer per file (receiving side)")
+	f.BoolVar(&r.Writer.Owner.NumericIDs, "numeric-ids", false, "keep numeric user and group ids instead of mapping by name")
+	f.StringVar(&r.Writer.Owner.Chown, "chown", "", "set owner and group of every file: USER:GROUP (rsync syntax)")
+	f.StringArrayVar(&r.Writer.Owner.Usermap, "usermap", nil, "map users: FROM:TO,... (rsync syntax; repeatable)")
+	f.StringArrayVar(&r.Writer.Owner.Groupmap, "groupmap", nil, "map groups: FROM:TO,... (rsync syntax; repeatable)")
+	f.StringArrayVar(&r.Writer.Owner.Chmod, "chmod", nil, "change permissions: [DF][ugoa][+-=][rwxXst] or octal, comma lists (rsync syntax; repeatable)")
+	f.BoolVar(&r.Writer.Owner.KeepSetID, "keep-setid", false, "keep setuid/setgid bits even when ownership is remapped")
+	f.StringVarP(&r.SSH.Rsh, "rsh", "e", "", "run each stream through this remote shell command (e.g. 'ssh -p 2222') instead of the built-in SSH client")
+	f.StringVar(&r.SSH.RemotePath, "remote-path", "", "restoresync binary on the remote host (like rsync's --rsync-path)")
+	f.StringVarP(&r.SSH.ConfigFile, "config-file", "F", "", "ssh_config file (default ~/.ssh/config; 'none' for no file)")
+	f.StringArrayVarP(&r.SSH.Identities, "identity", "i", nil, "private key file (repeatable)")
+	f.StringArrayVar(&r.SSH.KnownHosts, "known-hosts", nil, "known_hosts file (repeatable; default ~/.ssh/known_hosts)")
+	f.IntVar(&o.timeoutSec, "timeout", 30, "seconds allowed for each SSH connection's dial and handshake")
+	f.BoolVar(&o.json, "json", false, "print the report as one JSON object instead of the summary line")
+	f.BoolVarP(&o.archive, "archive", "a", true, "accepted for rsync habit: restores are always archive-mode")
+}
+
+func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args []string) error {
+	r := o.opts
+	r.Src, r.Dst = args[0], args[1]
+	r.Version = version
+	r.Writer.BlockSizeBytes = int64(o.blockSize)
+	r.Writer.WriteBufferBytes = int(o.writeBuf)
+	r.ReadBufferBytes = int(o.readBuf)
+	r.SSH.Timeout = time.Duration(o.timeoutSec) * time.Second
+	if r.Jobs < 1 || r.Jobs > 256 {
+		return &usageError{fmt.Sprintf("--jobs %d: must be 1 to 256", r.Jobs)}
+	}
+	if r.Writer.BlockSizeBytes < 64<<10 {
+		return &usageError{"--block-size must be at least 64KiB"}
+	}
+	rep, err := restore.Run(ctx, r)
+	out := cmd.OutOrStdout()
+	if o.json {
+		if rep.Errors == nil {
+			rep.Errors = []restore.FileError{}
+		}
+		b, _ := json.Marshal(rep)
+		fmt.Fprintln(out, string(b))
+	} else if err == nil {
+		for _, fe := range rep.Errors {
+			fmt.Fprintf(cmd.ErrOrStderr(), "restoresync: %s: %s\n", fe.Path, fe.Error)
+		}
+		fmt.Fprintln(out, rep.Summary())
+	}
+	if err != nil {
+		return err
+	}
+	if len(rep.Errors) > 0 {
+		return &exitError{exitPartial, fmt.Errorf("some files could not be restored (%d errors)", len(rep.Errors))}
+	}
+	return nil
+}

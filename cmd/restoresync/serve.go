@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/restoresync/restoresync/restore"
+	"github.com/restoresync/restoresync/transfer"
+)
+
+type serveOptions struct {
+	stdio          bool
+	listen         string
+	root           string
+	authorizedKeys string
+	hostKey        string
+	readOnly       bool
+}
+
+func newServeCmd() *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve (--stdio | --listen ADDR --root DIR --authorized-keys FILE)",
+		Short: "Run the other end of a restore",
+		Long: `Run the other end of a restore.
+
+--stdio speaks the restoresync protocol on stdin/stdout: the client runs it on
+the remote host over SSH. Paths are relative to the login directory, or to
+--root when given.
+
+--listen ADDR runs a built-in, read-only SSH endpoint that serves only what is
+under --root: a client's path is taken relative to it
+(ssh://user@host:2222/alice is ROOT/alice) and a path that would leave it is
+refused. Clients authenticate with a key from --authorized-keys.`,
+		Example: `  # a backup server without sshd setup
+  restoresync serve --listen 0.0.0.0:2222 --root /snapshots \
+      --authorized-keys /etc/restoresync/authorized_keys --host-key /etc/restoresync/host_key
+  # a forced command in ~/.ssh/authorized_keys on a backup server
+  command="restoresync serve --stdio --read-only --root /snapshots" ssh-ed25519 AAAA...`,
+		Args: usageArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runServe(cmd.Context(), cmd, o)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.stdio, "stdio", false, "serve one stream on stdin/stdout (run by the client over SSH)")
+	f.StringVar(&o.listen, "listen", "", "serve SSH on this address, read-only (e.g. 127.0.0.1:2222; port 0 picks a free one)")
+	f.StringVar(&o.root, "root", "", "serve only what is under this directory (required with --listen)")
+	f.StringVar(&o.authorizedKeys, "authorized-keys", "", "OpenSSH authorized_keys file of the clients allowed (--listen)")
+	f.StringVar(&o.hostKey, "host-key", "", "OpenSSH private host key (--listen; default: a new key for this run)")
+	f.BoolVar(&o.readOnly, "read-only", false, "refuse to receive files (--stdio; --listen is always read-only)")
+	return cmd
+}
+
+func runServe(ctx context.Context, cmd *cobra.Command, o *serveOptions) error {
+	cfg := transfer.ServerConfig{Root: o.root, ReadOnly: o.readOnly, Version: version, NewSink: restore.NewSink}
+	switch {
+	case o.stdio && o.listen == "":
+		return transfer.Serve(ctx, os.Stdin, os.Stdout, cfg)
+	case o.listen != "" && !o.stdio:
+		if o.root == "" || o.authorizedKeys == "" {
+			return &usageError{"serve --listen needs --root and --authorized-keys"}
+		}
+		cfg.ReadOnly = true
+		errOut := cmd.ErrOrStderr()
+		return transfer.ListenAndServe(ctx, transfer.ListenConfig{
+			Addr:               o.listen,
+			HostKeyFile:        o.hostKey,
+			AuthorizedKeysFile: o.authorizedKeys,
+			Handler: func(ctx context.Context, s transfer.ServerSession) error {
+				return transfer.Serve(ctx, s.Stdin, s.Stdout, cfg)
+			},
+			Ready: func(addr net.Addr) {
+				fmt.Fprintf(cmd.OutOrStdout(), "listening on %s, serving %s read-only\n", addr, o.root)
+			},
+			Logf: func(format string, args ...any) { fmt.Fprintf(errOut, "restoresync serve: "+format+"\n", args...) },
+		})
+	}
+	return &usageError{"serve needs exactly one of --stdio or --listen ADDR"}
+}

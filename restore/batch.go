@@ -1,0 +1,57 @@
+package restore
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/treewalk"
+)
+
+// Batching: many small files travel together, so one request carries
+// hundreds of them; a file larger than the block size is split into blocks,
+// each its own batch, so that one big file is spread across the streams.
+const (
+	// batchBytes is the payload a batch of small files aims at.
+	batchBytes = 1 << 20
+	// batchFiles caps the files in one batch.
+	batchFiles = 512
+)
+
+// batch is a unit of work for one stream.
+type batch struct {
+	items []transfer.Item
+	bytes int64
+}
+
+// makeBatches plans the data transfer of the needed entries. Big work comes
+// first (largest first), so that the streams finish together instead of one
+// ending with a big file while the others idle.
+func makeBatches(entries []treewalk.Entry, need []int, blockSize int64) []*batch {
+	var big, small []*batch
+	cur := &batch{}
+	for _, i := range need {
+		e := entries[i]
+		switch {
+		case e.Size > blockSize:
+			for off := int64(0); off < e.Size; off += blockSize {
+				n := min(blockSize, e.Size-off)
+				big = append(big, &batch{items: []transfer.Item{{Entry: e, Offset: off, Length: n, Split: true}}, bytes: n})
+			}
+		case e.Size >= batchBytes/2:
+			big = append(big, &batch{items: []transfer.Item{{Entry: e, Length: e.Size}}, bytes: e.Size})
+		default:
+			cur.items = append(cur.items, transfer.Item{Entry: e, Length: e.Size})
+			cur.bytes += e.Size
+			if cur.bytes >= batchBytes || len(cur.items) >= batchFiles {
+				small = append(small, cur)
+				cur = &batch{}
+			}
+		}
+	}
+	if len(cur.items) > 0 {
+		small = append(small, cur)
+	}
+	slices.SortStableFunc(big, func(a, b *batch) int { return cmp.Compare(b.bytes, a.bytes) })
+	return append(big, small...)
+}

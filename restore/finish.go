@@ -1,0 +1,187 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/restoresync/restoresync/treewalk"
+)
+
+// Finish implements transfer.Sink. First, in list order, it creates
+// symlinks, special files and hardlinks (each under a temporary name, with
+// its metadata, then renamed over whatever is there); then, deepest first,
+// it removes stale temporary files from each directory and sets the
+// directory's owner, mode and mtime, so that writing the children cannot
+// disturb them afterwards.
+func (w *Writer) Finish(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
+	var errs []*treewalk.PathError
+	fail := func(e *treewalk.Entry, err error) {
+		errs = append(errs, &treewalk.PathError{Path: e.Path, Err: err})
+	}
+	cur := &dirCursor{w: w}
+	defer cur.close()
+	for i := range entries {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return errs, ctx.Err()
+		}
+		e := &entries[i]
+		var err error
+		switch {
+		case e.Kind == treewalk.KindSymlink:
+			err = w.symlink(cur, e)
+		case e.Kind == treewalk.KindFifo || e.Kind == treewalk.KindCharDev || e.Kind == treewalk.KindBlkDev:
+			err = w.special(cur, e)
+		case e.IsHardlink():
+			err = w.hardlink(cur, e)
+		}
+		if err != nil {
+			fail(e, err)
+		}
+	}
+	cur.close()
+	for i := len(entries) - 1; i >= 0; i-- {
+		if e := &entries[i]; e.Kind == treewalk.KindDir {
+			if err := w.finishDir(e); err != nil {
+				fail(e, err)
+			}
+		}
+	}
+	return errs, nil
+}
+
+func (w *Writer) symlink(cur *dirCursor, e *treewalk.Entry) error {
+	dirfd, base, err := cur.parent(e.Path)
+	if err != nil {
+		return err
+	}
+	uid, gid, _ := w.policy.Resolve(e)
+	if st, err := lstatAt(dirfd, base); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK && st.Mtim.Nano() == e.MtimeNs &&
+		(!w.chown || (int(st.Uid) == uid && int(st.Gid) == gid)) {
+		if target, err := readlinkAt(dirfd, base); err == nil && target == e.LinkTarget {
+			return nil // up to date
+		}
+	}
+	tmp := tempName(base)
+	unix.Unlinkat(dirfd, tmp, 0)
+	if err := unix.Symlinkat(e.LinkTarget, dirfd, tmp); err != nil {
+		return fmt.Errorf("create symlink: %w", err)
+	}
+	return w.placeNode(dirfd, tmp, base, e, uid, gid)
+}
+
+// placeNode gives a freshly made node (symlink or special file) its owner
+// and mtime without following it, then renames it into place.
+func (w *Writer) placeNode(dirfd int, tmp, base string, e *treewalk.Entry, uid, gid int) error {
+	err := func() error {
+		if w.chown {
+			if err := unix.Fchownat(dirfd, tmp, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return fmt.Errorf("chown %d:%d: %w", uid, gid, err)
+			}
+		}
+		if err := lutimensAt(dirfd, tmp, e.MtimeNs); err != nil {
+			return fmt.Errorf("set mtime: %w", err)
+		}
+		return renameReplacing(dirfd, tmp, base)
+	}()
+	if err != nil {
+		unix.Unlinkat(dirfd, tmp, 0)
+	}
+	return err
+}
+
+func (w *Writer) special(cur *dirCursor, e *treewalk.Entry) error {
+	dirfd, base, err := cur.parent(e.Path)
+	if err != nil {
+		return err
+	}
+	uid, gid, mode := w.policy.Resolve(e)
+	typ := map[treewalk.Kind]uint32{treewalk.KindFifo: unix.S_IFIFO, treewalk.KindCharDev: unix.S_IFCHR, treewalk.KindBlkDev: unix.S_IFBLK}[e.Kind]
+	if typ != unix.S_IFIFO && !w.chown {
+		return errors.New("device files can only be created by root")
+	}
+	if st, err := lstatAt(dirfd, base); err == nil && st.Mode&unix.S_IFMT == typ && uint64(st.Rdev) == e.Rdev &&
+		st.Mode&07777 == mode && st.Mtim.Nano() == e.MtimeNs && (!w.chown || (int(st.Uid) == uid && int(st.Gid) == gid)) {
+		return nil
+	}
+	tmp := tempName(base)
+	unix.Unlinkat(dirfd, tmp, 0)
+	if err := unix.Mknodat(dirfd, tmp, typ|0o600, int(e.Rdev)); err != nil {
+		return fmt.Errorf("create %s: %w", e.Kind, err)
+	}
+	if err := unix.Fchmodat(dirfd, tmp, mode, 0); err != nil {
+		unix.Unlinkat(dirfd, tmp, 0)
+		return fmt.Errorf("chmod %s: %w", octal(mode), err)
+	}
+	return w.placeNode(dirfd, tmp, base, e, uid, gid)
+}
+
+func (w *Writer) hardlink(cur *dirCursor, e *treewalk.Entry) error {
+	ldir, lbase, err := w.parent(e.LinkTo)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ldir)
+	lst, err := lstatAt(ldir, lbase)
+	if err != nil {
+		return fmt.Errorf("hardlink to %s: %w", e.LinkTo, err)
+	}
+	if lst.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("hardlink to %s: not a regular file", e.LinkTo)
+	}
+	dirfd, base, err := cur.parent(e.Path)
+	if err != nil {
+		return err
+	}
+	if st, err := lstatAt(dirfd, base); err == nil && st.Dev == lst.Dev && st.Ino == lst.Ino {
+		return nil // already linked
+	}
+	tmp := tempName(base)
+	unix.Unlinkat(dirfd, tmp, 0)
+	if err := unix.Linkat(ldir, lbase, dirfd, tmp, 0); err != nil {
+		return fmt.Errorf("hardlink to %s: %w", e.LinkTo, err)
+	}
+	if err := renameReplacing(dirfd, tmp, base); err != nil {
+		unix.Unlinkat(dirfd, tmp, 0)
+		return err
+	}
+	return nil
+}
+
+// finishDir sweeps stale temporary files out of the directory e and sets
+// its metadata.
+func (w *Writer) finishDir(e *treewalk.Entry) error {
+	fd, err := openDirBeneath(w.rootFd, e.Path)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	names, err := readDirNames(fd)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if isTempName(n) {
+			if err := unix.Unlinkat(fd, n, 0); err != nil && err != unix.ENOENT {
+				return fmt.Errorf("remove stale temporary file %s: %w", n, err)
+			}
+		}
+	}
+	return w.applyMeta(fd, e)
+}
+
+func readlinkAt(dirfd int, name string) (string, error) {
+	buf := make([]byte, 4096)
+	for {
+		n, err := unix.Readlinkat(dirfd, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < len(buf) {
+			return string(buf[:n]), nil
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}

@@ -1,0 +1,158 @@
+package restore
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Low-level, symlink-proof file operations beneath a destination directory
+// descriptor. Every path is resolved with openat2(RESOLVE_BENEATH |
+// RESOLVE_NO_SYMLINKS), so a symlink planted anywhere in the path makes the
+// operation fail (ELOOP) instead of being followed; the final component is
+// then handled with *at calls and O_NOFOLLOW / AT_SYMLINK_NOFOLLOW.
+
+// errSymlinkInPath explains ELOOP from a beneath-resolution.
+var errSymlinkInPath = errors.New("a symlink on the destination is in the way (not followed)")
+
+var openat2Missing bool // kernel without openat2 (Linux < 5.6): walk components
+
+// openDirBeneath opens the directory rel (slash-separated, "." for the root)
+// beneath rootFd without following any symlink. The caller closes the fd.
+func openDirBeneath(rootFd int, rel string) (int, error) {
+	if !openat2Missing {
+		fd, err := unix.Openat2(rootFd, rel, &unix.OpenHow{
+			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err == unix.ENOSYS {
+			openat2Missing = true
+		} else {
+			return fd, mapResolveErr(err)
+		}
+	}
+	fd, err := unix.Dup(rootFd)
+	if err != nil {
+		return -1, err
+	}
+	if rel == "." {
+		return fd, nil
+	}
+	for _, c := range strings.Split(rel, "/") {
+		next, err := unix.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return -1, mapResolveErr(err)
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+func mapResolveErr(err error) error {
+	switch err {
+	case nil:
+		return nil
+	case unix.ELOOP, unix.ENOTDIR:
+		return fmt.Errorf("%w: %w", errSymlinkInPath, err)
+	case unix.EXDEV:
+		return fmt.Errorf("path escapes the destination: %w", err)
+	}
+	return err
+}
+
+// futimens sets fd's mtime to ns nanoseconds since the epoch, leaving atime.
+func futimens(fd int, ns int64) error {
+	ts := [2]unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(ns)}
+	_, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// lutimensAt sets the mtime of name in dirfd without following a symlink.
+func lutimensAt(dirfd int, name string, ns int64) error {
+	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(ns)}
+	return unix.UtimesNanoAt(dirfd, name, ts, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// lstatAt stats name in dirfd without following a symlink.
+func lstatAt(dirfd int, name string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	return st, err
+}
+
+// removeAllAt removes name in dirfd and, if it is a directory, everything in
+// it, never following symlinks (each level is opened with O_NOFOLLOW).
+func removeAllAt(dirfd int, name string) error {
+	err := unix.Unlinkat(dirfd, name, 0)
+	if err == nil || err == unix.ENOENT {
+		return nil
+	}
+	if err != unix.EISDIR && err != unix.EPERM {
+		return err
+	}
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	names, err := readDirNames(fd)
+	if err == nil {
+		for _, n := range names {
+			if err = removeAllAt(fd, n); err != nil {
+				break
+			}
+		}
+	}
+	unix.Close(fd)
+	if err != nil {
+		return err
+	}
+	return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+}
+
+// readDirNames lists the directory open at fd (without "." and ".."). It
+// reads through a duplicate so fd's offset is left alone.
+func readDirNames(fd int) ([]string, error) {
+	d, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(d)
+	var names []string
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Getdents(d, buf)
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	}
+}
+
+// renameReplacing renames from to to within dirfd, replacing whatever is at
+// to: a directory there (the source had another type) is removed first.
+func renameReplacing(dirfd int, from, to string) error {
+	err := unix.Renameat(dirfd, from, dirfd, to)
+	if err == unix.EISDIR || err == unix.ENOTEMPTY || err == unix.EEXIST || err == unix.ENOTDIR {
+		if rerr := removeAllAt(dirfd, to); rerr != nil {
+			return fmt.Errorf("replace %s: %w", to, rerr)
+		}
+		err = unix.Renameat(dirfd, from, dirfd, to)
+	}
+	return err
+}
+
+// isTempName reports whether name is one of the writer's temporary files.
+func isTempName(name string) bool {
+	return strings.HasPrefix(name, tempPrefix) && strings.HasSuffix(name, tempSuffix)
+}
+

@@ -1,0 +1,150 @@
+package restore
+
+import (
+	"context"
+	"fmt"
+	"path"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/treewalk"
+)
+
+// dirCursor keeps the descriptor of the directory last resolved, so that a
+// pass over a file list (which groups entries by directory) opens each
+// directory once. Not safe for concurrent use.
+type dirCursor struct {
+	w   *Writer
+	dir string
+	fd  int
+}
+
+// parent returns the descriptor of rel's directory (owned by the cursor)
+// and rel's last component.
+func (c *dirCursor) parent(rel string) (int, string, error) {
+	dir, base := path.Split(rel)
+	if dir == "" {
+		dir = "."
+	} else {
+		dir = dir[:len(dir)-1]
+	}
+	if c.fd > 0 && c.dir == dir {
+		return c.fd, base, nil
+	}
+	c.close()
+	fd, err := openDirBeneath(c.w.rootFd, dir)
+	if err != nil {
+		return -1, "", fmt.Errorf("open directory %s: %w", dir, err)
+	}
+	c.dir, c.fd = dir, fd
+	return fd, base, nil
+}
+
+func (c *dirCursor) close() {
+	if c.fd > 0 {
+		unix.Close(c.fd)
+	}
+	c.fd, c.dir = 0, ""
+}
+
+// Plan implements transfer.Sink. In list order it creates missing
+// directories (mode 0700 until Finish; anything else in the way, a planted
+// symlink included, is replaced), runs rsync's quick check on regular files
+// (same size and mtime to the nanosecond: up to date, only its owner and
+// mode are corrected), and prepares the temporary files of needed files
+// larger than the block size. It returns the indices of the needed files.
+func (w *Writer) Plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error) {
+	var res transfer.PlanResult
+	cur := &dirCursor{w: w}
+	defer cur.close()
+	for i := range entries {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		e := &entries[i]
+		var err error
+		switch {
+		case e.Kind == treewalk.KindDir && e.Path != ".":
+			err = w.mkdir(cur, e)
+		case e.HasData():
+			var need bool
+			need, err = w.check(cur, e)
+			if need && err == nil {
+				res.Need = append(res.Need, i)
+			}
+		}
+		if err != nil {
+			res.Errors = append(res.Errors, &treewalk.PathError{Path: e.Path, Err: err})
+		}
+	}
+	return res, nil
+}
+
+func (w *Writer) mkdir(cur *dirCursor, e *treewalk.Entry) error {
+	dirfd, base, err := cur.parent(e.Path)
+	if err != nil {
+		return err
+	}
+	err = unix.Mkdirat(dirfd, base, 0o700)
+	if err != unix.EEXIST {
+		return err
+	}
+	st, err := lstatAt(dirfd, base)
+	if err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return nil
+	}
+	if err := removeAllAt(dirfd, base); err != nil {
+		return fmt.Errorf("replace %s with a directory: %w", fileType(st.Mode), err)
+	}
+	return unix.Mkdirat(dirfd, base, 0o700)
+}
+
+// check is the quick check of one regular file; it reports whether the file
+// must be sent and, for a large one, prepares its temporary file.
+func (w *Writer) check(cur *dirCursor, e *treewalk.Entry) (bool, error) {
+	dirfd, base, err := cur.parent(e.Path)
+	if err != nil {
+		return false, err
+	}
+	st, err := lstatAt(dirfd, base)
+	if err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == e.Size && st.Mtim.Nano() == e.MtimeNs {
+		return false, w.fixMeta(dirfd, base, &st, e)
+	}
+	if err != nil && err != unix.ENOENT {
+		return false, err
+	}
+	if e.Size > w.opts.BlockSizeBytes {
+		return true, w.prepareSplit(dirfd, base, e.Size)
+	}
+	return true, nil
+}
+
+// fixMeta corrects the owner and mode of an up-to-date file.
+func (w *Writer) fixMeta(dirfd int, base string, st *unix.Stat_t, e *treewalk.Entry) error {
+	uid, gid, mode := w.policy.Resolve(e)
+	if st.Mode&07777 == mode && (!w.chown || (int(st.Uid) == uid && int(st.Gid) == gid)) {
+		return nil
+	}
+	fd, err := unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return w.applyMeta(fd, e)
+}
+
+func fileType(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return "file"
+	case unix.S_IFDIR:
+		return "directory"
+	case unix.S_IFLNK:
+		return "symlink"
+	}
+	return "special file"
+}

@@ -1,0 +1,59 @@
+package restore
+
+import "fmt"
+
+// Report is the outcome of a restore, printed as the summary line or, with
+// --json, as one JSON object.
+type Report struct {
+	Method      string `json:"method"`
+	Compression string `json:"compression"`
+	// Jobs is the number of parallel streams used.
+	Jobs int `json:"jobs"`
+	// Files is the number of regular files whose data was written (hardlink
+	// followers and up-to-date files not included).
+	Files int `json:"files"`
+	// Dirs, Symlinks and Hardlinks count those entries of the restored set
+	// (the root directory not included in Dirs).
+	Dirs      int `json:"dirs"`
+	Symlinks  int `json:"symlinks"`
+	Hardlinks int `json:"hardlinks"`
+	// Bytes is the file payload written, in bytes.
+	Bytes int64 `json:"bytes"`
+	// WireBytes is what crossed the network in both directions, in bytes
+	// (handshakes, file list and frame headers included; 0 when local).
+	WireBytes int64 `json:"wire_bytes"`
+	// Skipped is the number of regular files the quick check found up to
+	// date.
+	Skipped int `json:"skipped"`
+	// Seconds is the wall time of the whole restore.
+	Seconds float64 `json:"seconds"`
+	// Errors lists the entries that could not be restored.
+	Errors []FileError `json:"errors"`
+}
+
+// FileError is one entry that failed.
+type FileError struct {
+	Path  string `json:"path"`
+	Error string `json:"error"`
+}
+
+// addError records a failed entry. Not safe for concurrent use (the
+// streams go through tracker, which holds its lock).
+func (r *Report) addError(path string, err error) {
+	r.Errors = append(r.Errors, FileError{Path: path, Error: err.Error()})
+}
+
+// Summary returns the one-line human summary: counts, payload and wire
+// bytes in MB (10^6 bytes), seconds and MB/s of payload.
+func (r *Report) Summary() string {
+	rate := 0.0
+	if r.Seconds > 0 {
+		rate = float64(r.Bytes) / 1e6 / r.Seconds
+	}
+	s := fmt.Sprintf("restored %d files (%d up to date), %d dirs, %d symlinks, %d hardlinks: %.1f MB payload, %.1f MB on the wire, %.2f s, %.1f MB/s [%s, %s, %d jobs]",
+		r.Files, r.Skipped, r.Dirs, r.Symlinks, r.Hardlinks, float64(r.Bytes)/1e6, float64(r.WireBytes)/1e6, r.Seconds, rate, r.Method, r.Compression, r.Jobs)
+	if n := len(r.Errors); n > 0 {
+		s += fmt.Sprintf("; %d errors", n)
+	}
+	return s
+}

@@ -1,0 +1,383 @@
+package restore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/treewalk"
+)
+
+// Method is a restore method (--method). It implements pflag.Value.
+type Method string
+
+// The methods. Only raw exists so far; tar and rsync come with their issue.
+const (
+	// MethodRaw: a file list, rsync's quick check on the receiver, then file
+	// contents over parallel streams, small files batched and big ones
+	// split into blocks.
+	MethodRaw Method = "raw"
+)
+
+var methods = []Method{MethodRaw}
+
+// String returns the method's name.
+func (m Method) String() string { return string(m) }
+
+// Set parses a method name, listing the valid ones on error (pflag.Value).
+func (m *Method) Set(s string) error {
+	for _, v := range methods {
+		if string(v) == s {
+			*m = v
+			return nil
+		}
+	}
+	names := make([]string, len(methods))
+	for i, v := range methods {
+		names[i] = string(v)
+	}
+	return fmt.Errorf("unknown method %q (valid: %s)", s, strings.Join(names, ", "))
+}
+
+// Type returns the flag type name (pflag.Value).
+func (m *Method) Type() string { return "method" }
+
+// Options configure Run. The zero value of each field has the documented
+// default; Src and Dst are required.
+type Options struct {
+	// Src and Dst are rsync-style locations: PATH, [user@]host:PATH or
+	// ssh://[user@]host[:port]/PATH. At most one is remote. SRC's contents
+	// become DST (created if missing), with or without a trailing slash.
+	Src, Dst string
+	// Method is the restore method; "" means raw.
+	Method Method
+	// Jobs is the number of parallel streams (SSH connections); 0 means 4.
+	Jobs int
+	// Compression is the codec for every stream; the zero value is none.
+	// Callers wanting the default use transfer.DefaultCompression.
+	Compression transfer.Compression
+	// Writer configures the receiving side (owners, modes, block size,
+	// write buffer).
+	Writer WriterOptions
+	// ReadBufferBytes is the size of each stream's disk read buffer on the
+	// sending side when it is local; 0 means 256 KiB.
+	ReadBufferBytes int
+	// SSH says how to reach the remote side.
+	SSH transfer.SSHOptions
+	// Version is announced to the remote agent.
+	Version string
+	// Dialer, when not nil, opens the streams to the remote side instead
+	// of SSH (tests and benchmarks use transfer.PipeDialer).
+	Dialer transfer.Dialer
+}
+
+func (o *Options) applyDefaults() {
+	if o.Method == "" {
+		o.Method = MethodRaw
+	}
+	if o.Jobs <= 0 {
+		o.Jobs = 4 // enough streams to fill a gigabit link over SSH on 2 cores
+	}
+	if o.ReadBufferBytes <= 0 {
+		o.ReadBufferBytes = 256 << 10 // one chunk per read
+	}
+	o.Writer.applyDefaults()
+}
+
+// ErrUsage marks bad arguments (exit code 1).
+var ErrUsage = errors.New("usage")
+
+// Run restores Src into Dst. It returns the report and, separately, an error
+// that ended the run early (connection, protocol, cancellation); per-file
+// failures are in Report.Errors and do not stop the run. Run is safe to call
+// concurrently for different destinations.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	o.applyDefaults()
+	start := time.Now()
+	rep := &Report{Method: string(o.Method), Compression: o.Compression.String(), Jobs: o.Jobs}
+	src, err := transfer.ParseLocation(o.Src)
+	if err != nil {
+		return rep, fmt.Errorf("%w: SRC: %w", ErrUsage, err)
+	}
+	dst, err := transfer.ParseLocation(o.Dst)
+	if err != nil {
+		return rep, fmt.Errorf("%w: DST: %w", ErrUsage, err)
+	}
+	if src.Remote() && dst.Remote() {
+		return rep, fmt.Errorf("%w: SRC and DST are both remote; one side must be local", ErrUsage)
+	}
+	s, err := openSession(ctx, o, src, dst)
+	if err != nil {
+		return rep, err
+	}
+	err = runSession(ctx, s, o, rep)
+	if cerr := s.close(err != nil); err == nil && cerr != nil && !errors.Is(cerr, context.Canceled) {
+		err = cerr
+	}
+	rep.WireBytes = s.wireBytes()
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, err
+}
+
+func openSession(ctx context.Context, o Options, src, dst transfer.Location) (session, error) {
+	switch {
+	case src.Remote():
+		w, err := NewWriter(dst.Path, o.Writer)
+		if err != nil {
+			return nil, err
+		}
+		c, err := dialAll(ctx, o, src, transfer.Hello{Role: transfer.RoleSender, Path: src.Path})
+		if err != nil {
+			w.Close()
+			return nil, err
+		}
+		return &pullSession{c: c, w: w}, nil
+	case dst.Remote():
+		ls, err := transfer.OpenLocalSource(src.Path)
+		if err != nil {
+			return nil, err
+		}
+		opts, _ := json.Marshal(o.Writer)
+		c, err := dialAll(ctx, o, dst, transfer.Hello{Role: transfer.RoleReceiver, Path: dst.Path, Receiver: opts})
+		if err != nil {
+			ls.Close()
+			return nil, err
+		}
+		return &pushSession{c: c, src: ls, readBuf: o.ReadBufferBytes}, nil
+	default:
+		ls, err := transfer.OpenLocalSource(src.Path)
+		if err != nil {
+			return nil, err
+		}
+		w, err := NewWriter(dst.Path, o.Writer)
+		if err != nil {
+			ls.Close()
+			return nil, err
+		}
+		return &localSession{src: ls, w: w, jobs: o.Jobs}, nil
+	}
+}
+
+// dialAll opens o.Jobs streams to the remote in parallel and handshakes
+// each. On error the streams already open are closed.
+func dialAll(ctx context.Context, o Options, loc transfer.Location, h transfer.Hello) (conns, error) {
+	d := o.Dialer
+	var err error
+	switch {
+	case d != nil:
+	case o.SSH.Rsh != "":
+		d, err = transfer.NewRshDialer(loc, o.SSH)
+	default:
+		d, err = transfer.NewSSHDialer(loc, o.SSH)
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.Version = o.Version
+	h.Compression = o.Compression.String()
+	c := make(conns, o.Jobs)
+	g, gctx := errgroup.WithContext(ctx)
+	for i := range c {
+		g.Go(func() error {
+			s, err := d.Dial(gctx)
+			if err != nil {
+				return err
+			}
+			c[i], err = transfer.Handshake(gctx, s, h)
+			if err != nil {
+				s.Close()
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		for _, x := range c {
+			if x != nil {
+				x.Close()
+			}
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// runSession is the restore proper: list, plan, move the data over the
+// streams, commit split files, finish.
+func runSession(ctx context.Context, s session, o Options, rep *Report) error {
+	list, err := s.list(ctx)
+	if err != nil {
+		return fmt.Errorf("file list: %w", err)
+	}
+	for _, pe := range list.Errors {
+		rep.addError(pe.Path, pe.Err)
+	}
+	entries := list.Entries
+	for i := range entries {
+		switch e := &entries[i]; {
+		case e.Kind == treewalk.KindDir && e.Path != ".":
+			rep.Dirs++
+		case e.Kind == treewalk.KindSymlink:
+			rep.Symlinks++
+		case e.IsHardlink():
+			rep.Hardlinks++
+		}
+	}
+	plan, err := s.plan(ctx, entries)
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	failed := map[string]bool{}
+	for _, pe := range plan.Errors {
+		rep.addError(pe.Path, pe.Err)
+		failed[pe.Path] = true
+	}
+	dataFiles := 0
+	for i := range entries {
+		if entries[i].HasData() {
+			dataFiles++
+		}
+	}
+	rep.Skipped = dataFiles - len(plan.Need) - len(plan.Errors)
+
+	batches := makeBatches(entries, plan.Need, o.Writer.BlockSizeBytes)
+	tr := newTracker(ctx, s, rep, batches)
+	ch := make(chan *batch)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(ch)
+		for _, b := range batches {
+			select {
+			case ch <- b:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	for i := range s.streams() {
+		g.Go(func() error { return s.runStream(gctx, i, ch, tr.done) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := tr.commitDeferred(ctx); err != nil {
+		return err
+	}
+	errs, err := s.finish(ctx, entries)
+	if err != nil {
+		return fmt.Errorf("finish: %w", err)
+	}
+	for _, pe := range errs {
+		rep.addError(pe.Path, pe.Err)
+	}
+	return ctx.Err()
+}
+
+// tracker books the outcome of each batch into the report and commits a
+// split file once all its blocks have arrived. Safe for concurrent use by
+// the streams.
+type tracker struct {
+	ctx      context.Context
+	s        session
+	rep      *Report
+	mu       sync.Mutex
+	splits   map[string]*splitState
+	deferred []*treewalk.Entry
+}
+
+type splitState struct {
+	left   int  // blocks not yet done
+	failed bool // a block failed: the file is reported once and not committed
+}
+
+func newTracker(ctx context.Context, s session, rep *Report, batches []*batch) *tracker {
+	t := &tracker{ctx: ctx, s: s, rep: rep, splits: map[string]*splitState{}}
+	for _, b := range batches {
+		for _, it := range b.items {
+			if it.Split {
+				st := t.splits[it.Entry.Path]
+				if st == nil {
+					st = &splitState{}
+					t.splits[it.Entry.Path] = st
+				}
+				st.left++
+			}
+		}
+	}
+	return t
+}
+
+// done is called by a stream with a batch's per-item errors.
+func (t *tracker) done(b *batch, errs []error) {
+	var commits []*treewalk.Entry
+	t.mu.Lock()
+	for j := range b.items {
+		it, err := &b.items[j], errs[j]
+		if err != nil && t.ctx.Err() != nil {
+			continue // cancelled: not a per-file error
+		}
+		if !it.Split {
+			if err != nil {
+				t.rep.addError(it.Entry.Path, err)
+			} else {
+				t.rep.Files++
+				t.rep.Bytes += it.Length
+			}
+			continue
+		}
+		st := t.splits[it.Entry.Path]
+		st.left--
+		if err != nil && !st.failed {
+			st.failed = true
+			t.rep.addError(it.Entry.Path, err)
+		}
+		if err == nil {
+			t.rep.Bytes += it.Length
+		}
+		if st.left == 0 && !st.failed {
+			if t.s.deferCommits() {
+				t.deferred = append(t.deferred, &it.Entry)
+			} else {
+				commits = append(commits, &it.Entry)
+			}
+		}
+	}
+	t.mu.Unlock()
+	for _, e := range commits {
+		t.commit(e)
+	}
+}
+
+func (t *tracker) commit(e *treewalk.Entry) error {
+	err := t.s.commit(t.ctx, e)
+	var fe *fatalError
+	if errors.As(err, &fe) {
+		return fe.err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		t.rep.addError(e.Path, err)
+	} else {
+		t.rep.Files++
+	}
+	return nil
+}
+
+// commitDeferred commits the split files whose commits had to wait for the
+// streams to be idle.
+func (t *tracker) commitDeferred(ctx context.Context) error {
+	for _, e := range t.deferred {
+		if err := t.commit(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+package restore
+
+import (
+	"context"
+
+	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/treewalk"
+)
+
+// session joins a restore's two ends: the source of the file list and data,
+// and the safe writer, either of which may be across the network. The
+// three kinds are pull (remote source, local writer), push (local source,
+// remote writer) and local (both here).
+type session interface {
+	// list returns the source's file list.
+	list(ctx context.Context) (treewalk.List, error)
+	// plan gives the list to the writer and returns what it needs.
+	plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error)
+	// streams is the number of parallel streams.
+	streams() int
+	// runStream moves batches over stream i until batches is closed,
+	// calling done with each batch's per-item errors (nil entries for
+	// items that succeeded). Its error ends the run.
+	runStream(ctx context.Context, i int, batches <-chan *batch, done func(*batch, []error)) error
+	// commit puts a split file in place; deferCommits says whether it must
+	// wait until every stream is idle (push: the streams' requests are
+	// pipelined, so commits go on stream 0 afterwards).
+	commit(ctx context.Context, e *treewalk.Entry) error
+	deferCommits() bool
+	// finish asks the writer for symlinks, hardlinks and directory metadata.
+	finish(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error)
+	// wireBytes is the total that crossed the network so far.
+	wireBytes() int64
+	// close ends the session; abort says the run failed (do not wait for
+	// a clean goodbye).
+	close(abort bool) error
+}
+
+// localSession restores from a local tree into a local one.
+type localSession struct {
+	src  *transfer.LocalSource
+	w    *Writer
+	jobs int
+}
+
+func (s *localSession) list(ctx context.Context) (treewalk.List, error) { return s.src.List(ctx) }
+
+func (s *localSession) plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error) {
+	return s.w.Plan(ctx, entries)
+}
+
+func (s *localSession) streams() int { return s.jobs }
+
+func (s *localSession) runStream(ctx context.Context, i int, batches <-chan *batch, done func(*batch, []error)) error {
+	for b := range batches {
+		errs := make([]error, len(b.items))
+		for j := range b.items {
+			it := &b.items[j]
+			r, err := s.src.Open(ctx, it)
+			if err == nil {
+				err = s.w.WriteItem(ctx, it, r)
+				r.Close()
+			}
+			errs[j] = err
+		}
+		done(b, errs)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *localSession) commit(ctx context.Context, e *treewalk.Entry) error { return s.w.Commit(ctx, e) }
+func (s *localSession) deferCommits() bool                                   { return false }
+
+func (s *localSession) finish(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
+	return s.w.Finish(ctx, entries)
+}
+
+func (s *localSession) wireBytes() int64 { return 0 }
+
+func (s *localSession) close(bool) error {
+	s.src.Close()
+	return s.w.Close()
+}

@@ -1,0 +1,318 @@
+package transfer
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync/atomic"
+
+	"github.com/restoresync/restoresync/treewalk"
+)
+
+// counter counts the bytes that pass through a reader or writer.
+type counter struct {
+	n atomic.Int64
+}
+
+type countingWriter struct {
+	w io.Writer
+	c *counter
+}
+
+func (w countingWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	w.c.n.Add(int64(n))
+	return n, err
+}
+
+type countingReader struct {
+	r io.Reader
+	c *counter
+}
+
+func (r countingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.c.n.Add(int64(n))
+	return n, err
+}
+
+// Conn is the client's side of one stream after the handshake. Its methods
+// are the protocol's requests. A Conn is used by at most two goroutines at a
+// time: one sending requests (the Send* methods and the synchronous calls)
+// and, for pipelined calls, one receiving replies (the Recv* methods), in the
+// order the requests were sent.
+type Conn struct {
+	s          Stream
+	enc        encoder
+	dec        decoder
+	sent, recv counter
+	// Peer is the version string the server announced.
+	Peer string
+}
+
+// Handshake sends h on s and reads the server's reply. h.Proto and the
+// Compression check are filled in and done here. Errors wrap ErrProtocol for
+// a peer that is not a restoresync agent or speaks another protocol
+// version; the remote's stderr, when there is some, is added to the message.
+func Handshake(ctx context.Context, s Stream, h Hello) (*Conn, error) {
+	h.Proto = ProtocolVersion
+	comp, err := ParseCompression(h.Compression)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{s: s}
+	stop := context.AfterFunc(ctx, func() { s.Close() })
+	defer stop()
+	cw := countingWriter{s, &c.sent}
+	br := bufio.NewReaderSize(countingReader{s, &c.recv}, 64<<10)
+	if err := writeHandshake(cw, h); err != nil {
+		return nil, withStderr(s, fmt.Errorf("handshake: %w", err))
+	}
+	var rep helloReply
+	if err := readHandshake(br, &rep); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, withStderr(s, err)
+	}
+	if rep.Error != "" {
+		return nil, &RemoteError{Msg: rep.Error}
+	}
+	if rep.Proto != ProtocolVersion {
+		return nil, fmt.Errorf("%w: the remote agent (restoresync %s) speaks protocol %d, this client (restoresync %s) speaks %d: install the same version on both hosts",
+			ErrProtocol, rep.Version, rep.Proto, h.Version, ProtocolVersion)
+	}
+	if !slices.Contains(rep.Codecs, comp.Codec.String()) {
+		return nil, fmt.Errorf("%w: the remote agent (restoresync %s) does not support codec %s (it has %v)", ErrProtocol, rep.Version, comp.Codec, rep.Codecs)
+	}
+	fw, err := newFrameWriter(cw, comp)
+	if err != nil {
+		return nil, err
+	}
+	c.enc = encoder{fw: fw}
+	c.dec = decoder{fr: newFrameReader(br)}
+	c.Peer = rep.Version
+	return c, nil
+}
+
+// withStderr appends what the remote wrote to stderr, which usually says
+// why it failed ("restoresync: command not found").
+func withStderr(s Stream, err error) error {
+	if msg := s.Stderr(); msg != "" {
+		return fmt.Errorf("%w; remote stderr: %s", err, trimSpace(msg))
+	}
+	return err
+}
+
+func trimSpace(s string) string {
+	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == ' ' || s[len(s)-1] == '\r') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// WireBytes returns the bytes sent and received on the stream so far,
+// handshake and frame headers included. Safe for concurrent use.
+func (c *Conn) WireBytes() (sent, recv int64) { return c.sent.n.Load(), c.recv.n.Load() }
+
+// fail decorates a wire error with the remote's stderr.
+func (c *Conn) fail(err error) error {
+	if err == nil {
+		return nil
+	}
+	var re *RemoteError
+	if errors.As(err, &re) {
+		return err
+	}
+	return withStderr(c.s, err)
+}
+
+// List asks a sender for its file list (pull).
+func (c *Conn) List(ctx context.Context) (treewalk.List, error) {
+	c.enc.byte(msgList)
+	if err := c.enc.flush(); err != nil {
+		return treewalk.List{}, c.fail(err)
+	}
+	if err := c.dec.status(); err != nil {
+		return treewalk.List{}, c.fail(err)
+	}
+	entries, err := c.dec.entries()
+	if err != nil {
+		return treewalk.List{}, c.fail(err)
+	}
+	errs, err := c.dec.pathErrors()
+	if err != nil {
+		return treewalk.List{}, c.fail(err)
+	}
+	return treewalk.List{Entries: entries, Errors: errs}, nil
+}
+
+// SendRead asks a sender for the data of items (pull). RecvRead reads the
+// reply; several requests may be outstanding.
+func (c *Conn) SendRead(items []Item) error {
+	c.enc.byte(msgRead)
+	c.enc.items(items)
+	return c.fail(c.enc.flush())
+}
+
+// RecvRead reads the data of the items of the oldest outstanding SendRead
+// into w. It returns one error per item (nil where it succeeded) and a
+// stream error that ends the stream.
+func (c *Conn) RecvRead(ctx context.Context, items []Item, w ItemWriter) ([]error, error) {
+	if err := c.dec.status(); err != nil {
+		return nil, c.fail(err)
+	}
+	errs := make([]error, len(items))
+	for i := range items {
+		itemErr, fatal := recvItemData(ctx, &c.dec, w, &items[i])
+		if fatal != nil {
+			return nil, c.fail(fatal)
+		}
+		errs[i] = itemErr
+	}
+	return errs, nil
+}
+
+// Plan sends the file list to a receiver (push), which compares it with its
+// tree, prepares directories and split files, and answers with the indices
+// of the entries whose data it needs.
+func (c *Conn) Plan(ctx context.Context, entries []treewalk.Entry) (PlanResult, error) {
+	c.enc.byte(msgFileList)
+	c.enc.entries(entries)
+	if err := c.enc.flush(); err != nil {
+		return PlanResult{}, c.fail(err)
+	}
+	if err := c.dec.status(); err != nil {
+		return PlanResult{}, c.fail(err)
+	}
+	n, err := c.dec.count()
+	if err != nil {
+		return PlanResult{}, c.fail(err)
+	}
+	var res PlanResult
+	for range n {
+		i, err := c.dec.uvarint()
+		if err != nil {
+			return PlanResult{}, c.fail(err)
+		}
+		if i >= uint64(len(entries)) || !entries[i].HasData() {
+			return PlanResult{}, fmt.Errorf("%w: receiver needs entry %d", ErrProtocol, i)
+		}
+		res.Need = append(res.Need, int(i))
+	}
+	if res.Errors, err = c.dec.pathErrors(); err != nil {
+		return PlanResult{}, c.fail(err)
+	}
+	return res, nil
+}
+
+// SendWrite sends items and their data, read from src, to a receiver
+// (push). It returns the source's per-item errors (the receiver is told of
+// them too) and a stream error. RecvWrite reads the reply.
+func (c *Conn) SendWrite(ctx context.Context, items []Item, src ItemSource, buf []byte) ([]error, error) {
+	c.enc.byte(msgWrite)
+	c.enc.items(items)
+	errs := make([]error, len(items))
+	for i := range items {
+		errs[i] = sendItemData(ctx, &c.enc, src, &items[i], buf)
+		if err := c.enc.fw.Err(); err != nil {
+			return nil, c.fail(err)
+		}
+	}
+	return errs, c.fail(c.enc.flush())
+}
+
+// RecvWrite reads the receiver's per-item errors for the oldest outstanding
+// SendWrite.
+func (c *Conn) RecvWrite(items []Item) ([]error, error) {
+	if err := c.dec.status(); err != nil {
+		return nil, c.fail(err)
+	}
+	errs := make([]error, len(items))
+	n, err := c.dec.count()
+	if err != nil {
+		return nil, c.fail(err)
+	}
+	for range n {
+		i, err := c.dec.uvarint()
+		if err != nil {
+			return nil, c.fail(err)
+		}
+		msg, err := c.dec.str()
+		if err != nil {
+			return nil, c.fail(err)
+		}
+		if i >= uint64(len(items)) {
+			return nil, fmt.Errorf("%w: error for item %d of %d", ErrProtocol, i, len(items))
+		}
+		errs[i] = &RemoteError{Msg: msg}
+	}
+	return errs, nil
+}
+
+// Commit tells a receiver that every block of the split file e has been
+// written (push); it puts the file in place. The error concerns e only,
+// unless it wraps a stream failure (then the second result is true).
+func (c *Conn) Commit(ctx context.Context, e *treewalk.Entry) (err error, fatal bool) {
+	c.enc.byte(msgCommit)
+	c.enc.entry(e)
+	if err := c.enc.flush(); err != nil {
+		return c.fail(err), true
+	}
+	if err := c.dec.status(); err != nil {
+		return c.fail(err), true
+	}
+	msg, err := c.dec.str()
+	if err != nil {
+		return c.fail(err), true
+	}
+	if msg != "" {
+		return &RemoteError{Msg: msg}, false
+	}
+	return nil, false
+}
+
+// Finish asks a receiver to create symlinks, hardlinks and special files,
+// set directory metadata and remove stale temporary files (push).
+func (c *Conn) Finish(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
+	c.enc.byte(msgFinish)
+	c.enc.entries(entries)
+	if err := c.enc.flush(); err != nil {
+		return nil, c.fail(err)
+	}
+	if err := c.dec.status(); err != nil {
+		return nil, c.fail(err)
+	}
+	errs, err := c.dec.pathErrors()
+	return errs, c.fail(err)
+}
+
+// Close says goodbye, closes the stream and stops the pipeline goroutines.
+func (c *Conn) Close() error {
+	c.enc.byte(msgBye)
+	err := c.enc.fw.Close()
+	c.s.CloseWrite()
+	// Wait for the server to end its side, so its last writes are counted.
+	io.Copy(io.Discard, readerFunc(c.dec.fr.Read))
+	if cerr := c.s.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+// PlanResult is a receiver's answer to a file list.
+type PlanResult struct {
+	// Need holds the indices, in the file list, of the entries whose data
+	// must be sent, ascending.
+	Need []int
+	// Errors are entries the receiver could not prepare (they are not
+	// needed, and count as failed).
+	Errors []*treewalk.PathError
+}

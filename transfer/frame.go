@@ -1,0 +1,281 @@
+package transfer
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Wire frames. After the handshake each direction of a stream is a sequence
+// of frames:
+//
+//	codec   1 byte  (Codec)
+//	rawLen  uvarint (bytes once decoded; 1..maxFrameRaw)
+//	encLen  uvarint (bytes that follow; 0..maxFrameEnc)
+//	payload encLen bytes
+//
+// The decoded payloads, concatenated, form the message stream (proto.go).
+// A frame is compressed on its own, so codecs can change from one frame to
+// the next; a frame that the codec did not shrink is sent as CodecNone.
+const (
+	// frameRawBytes is how much message data a writer gathers before it
+	// compresses and sends a frame.
+	frameRawBytes = 256 << 10
+	// maxFrameRaw bounds a frame's decoded size: a reader refuses larger
+	// announcements, which bounds the memory a hostile peer can make us use
+	// (with frameQueue frames queued).
+	maxFrameRaw = 1 << 20
+	// maxFrameEnc bounds a frame's encoded size.
+	maxFrameEnc = maxFrameRaw + maxFrameRaw/8 + 1024
+	// frameQueue is how many frames may wait between the producer and the
+	// compress-and-send goroutine, or between the receive-and-decompress
+	// goroutine and the consumer: the pipeline's backpressure.
+	frameQueue = 4
+)
+
+// ErrProtocol marks a peer that broke the wire protocol: a bad frame, an
+// unknown message, a value out of range. Callers map it to exit code 12.
+var ErrProtocol = errors.New("protocol error")
+
+var rawPool = sync.Pool{New: func() any { b := make([]byte, 0, frameRawBytes); return &b }}
+
+// frameWriter turns a byte stream into frames. Write and Flush are called by
+// one goroutine; compression and the network write run in a second one, so
+// that reading files overlaps with compressing and sending.
+type frameWriter struct {
+	comp  compressor
+	codec Codec
+	buf   *[]byte
+	ch    chan *[]byte
+	done  chan struct{}
+	mu    sync.Mutex
+	err   error
+}
+
+func newFrameWriter(w io.Writer, c Compression) (*frameWriter, error) {
+	comp, err := newCompressor(c)
+	if err != nil {
+		return nil, err
+	}
+	fw := &frameWriter{comp: comp, codec: c.Codec, ch: make(chan *[]byte, frameQueue), done: make(chan struct{})}
+	fw.buf = rawPool.Get().(*[]byte)
+	go fw.run(w)
+	return fw, nil
+}
+
+func (fw *frameWriter) setErr(err error) {
+	fw.mu.Lock()
+	if fw.err == nil {
+		fw.err = err
+	}
+	fw.mu.Unlock()
+}
+
+func (fw *frameWriter) Err() error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	return fw.err
+}
+
+func (fw *frameWriter) run(w io.Writer) {
+	defer close(fw.done)
+	var enc, out []byte
+	var hdr [1 + 2*binary.MaxVarintLen64]byte
+	for b := range fw.ch {
+		raw := *b
+		if fw.Err() == nil {
+			codec, payload := CodecNone, raw
+			if fw.comp != nil {
+				var err error
+				enc, err = fw.comp.compress(enc, raw)
+				if err != nil {
+					fw.setErr(err)
+				} else if len(enc) > 0 && len(enc) < len(raw) {
+					codec, payload = fw.codec, enc
+				}
+			}
+			hdr[0] = byte(codec)
+			n := 1 + binary.PutUvarint(hdr[1:], uint64(len(raw)))
+			n += binary.PutUvarint(hdr[n:], uint64(len(payload)))
+			out = append(append(out[:0], hdr[:n]...), payload...)
+			if _, err := w.Write(out); err != nil {
+				fw.setErr(err)
+			}
+		}
+		*b = raw[:0]
+		rawPool.Put(b)
+	}
+}
+
+// Write buffers p; full frames are handed to the sending goroutine. It
+// returns the first error the sending goroutine met.
+func (fw *frameWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		b := *fw.buf
+		k := min(len(p), frameRawBytes-len(b))
+		b = append(b, p[:k]...)
+		*fw.buf = b
+		p = p[k:]
+		if len(b) == frameRawBytes {
+			fw.send()
+		}
+	}
+	if err := fw.Err(); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func (fw *frameWriter) send() {
+	fw.ch <- fw.buf
+	fw.buf = rawPool.Get().(*[]byte)
+}
+
+// Flush hands the partial frame, if any, to the sending goroutine. It does
+// not wait for the network write.
+func (fw *frameWriter) Flush() error {
+	if len(*fw.buf) > 0 {
+		fw.send()
+	}
+	return fw.Err()
+}
+
+// Close flushes, waits until every frame is written and stops the sending
+// goroutine. The writer must not be used afterwards.
+func (fw *frameWriter) Close() error {
+	fw.Flush()
+	close(fw.ch)
+	<-fw.done
+	return fw.Err()
+}
+
+// frameReader reads frames, decompressing them in a goroutine of its own, and
+// serves their decoded bytes. Read and ReadByte are called by one goroutine.
+type frameReader struct {
+	ch  chan frameResult
+	cur *[]byte
+	off int
+	err error
+}
+
+type frameResult struct {
+	b   *[]byte
+	err error
+}
+
+func newFrameReader(r *bufio.Reader) *frameReader {
+	fr := &frameReader{ch: make(chan frameResult, frameQueue)}
+	go fr.run(r)
+	return fr
+}
+
+func (fr *frameReader) run(r *bufio.Reader) {
+	defer close(fr.ch)
+	var enc []byte
+	for {
+		b, err := readFrame(r, &enc)
+		fr.ch <- frameResult{b, err}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readFrame reads and decodes one frame; io.EOF means a clean end of stream
+// at a frame boundary.
+func readFrame(r *bufio.Reader, enc *[]byte) (*[]byte, error) {
+	c, err := r.ReadByte()
+	if err != nil {
+		return nil, err // io.EOF at a boundary is a clean end
+	}
+	raw, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, unexpected(err)
+	}
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, unexpected(err)
+	}
+	if Codec(c) > codecMax {
+		return nil, fmt.Errorf("%w: frame: %w %d", ErrProtocol, ErrUnknownCodec, c)
+	}
+	if raw == 0 || raw > maxFrameRaw || n > maxFrameEnc {
+		return nil, fmt.Errorf("%w: frame sizes raw %d, encoded %d out of range", ErrProtocol, raw, n)
+	}
+	if cap(*enc) < int(n) {
+		*enc = make([]byte, n)
+	}
+	e := (*enc)[:n]
+	if _, err := io.ReadFull(r, e); err != nil {
+		return nil, unexpected(err)
+	}
+	b := rawPool.Get().(*[]byte)
+	if cap(*b) < int(raw) {
+		nb := make([]byte, raw)
+		b = &nb
+	}
+	*b = (*b)[:raw]
+	if err := decompress(Codec(c), *b, e); err != nil {
+		return nil, fmt.Errorf("%w: frame: %w", ErrProtocol, err)
+	}
+	return b, nil
+}
+
+func unexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func (fr *frameReader) next() error {
+	if fr.err != nil {
+		return fr.err
+	}
+	if fr.cur != nil {
+		*fr.cur = (*fr.cur)[:0]
+		if cap(*fr.cur) == frameRawBytes {
+			rawPool.Put(fr.cur)
+		}
+		fr.cur = nil
+	}
+	res, ok := <-fr.ch
+	if !ok {
+		fr.err = io.EOF
+		return fr.err
+	}
+	if res.err != nil {
+		fr.err = res.err
+		return fr.err
+	}
+	fr.cur, fr.off = res.b, 0
+	return nil
+}
+
+// Read serves decoded bytes, io.EOF at a clean end of stream.
+func (fr *frameReader) Read(p []byte) (int, error) {
+	for fr.cur == nil || fr.off == len(*fr.cur) {
+		if err := fr.next(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, (*fr.cur)[fr.off:])
+	fr.off += n
+	return n, nil
+}
+
+// ReadByte serves one decoded byte (io.ByteReader, for varints).
+func (fr *frameReader) ReadByte() (byte, error) {
+	for fr.cur == nil || fr.off == len(*fr.cur) {
+		if err := fr.next(); err != nil {
+			return 0, err
+		}
+	}
+	c := (*fr.cur)[fr.off]
+	fr.off++
+	return c, nil
+}

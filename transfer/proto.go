@@ -1,0 +1,429 @@
+package transfer
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/restoresync/restoresync/treewalk"
+)
+
+// ProtocolVersion is the wire protocol this build speaks. A peer announcing
+// another version is refused in the handshake with a message naming both.
+const ProtocolVersion = 1
+
+// magic opens the handshake in both directions, so that a peer that is not a
+// restoresync agent (a login banner, "command not found") is recognised.
+const magic = "\x00RSTSYNC"
+
+// Roles a server plays, as requested in Hello.Role.
+const (
+	RoleSender   = "sender"   // the server walks and reads its tree (pull)
+	RoleReceiver = "receiver" // the server writes into its tree (push)
+)
+
+// Hello is the client's half of the handshake, sent as JSON after the magic
+// and a 4-byte big-endian length. Unknown fields are ignored by older peers;
+// anything that changes the frames or messages bumps ProtocolVersion.
+type Hello struct {
+	Proto   int    `json:"proto"`
+	Version string `json:"version"`
+	// Role is the role asked of the server: RoleSender or RoleReceiver.
+	Role string `json:"role"`
+	// Path is the tree on the server's side, as the user wrote it.
+	Path string `json:"path"`
+	// Compression is the codec and level both sides use for the frames
+	// they send, in ParseCompression form.
+	Compression string `json:"compression"`
+	// Receiver carries the receiver's options (owner mapping, block size)
+	// for RoleReceiver; transfer passes it to ServerConfig.NewSink unread.
+	Receiver json.RawMessage `json:"receiver,omitempty"`
+}
+
+// helloReply is the server's half of the handshake.
+type helloReply struct {
+	Proto   int      `json:"proto"`
+	Version string   `json:"version"`
+	Codecs  []string `json:"codecs"`
+	Error   string   `json:"error,omitempty"`
+}
+
+const maxHelloBytes = 1 << 20
+
+func writeHandshake(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 0, len(magic)+4+len(b))
+	buf = append(buf, magic...)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(b)))
+	buf = append(buf, b...)
+	_, err = w.Write(buf)
+	return err
+}
+
+// readHandshake reads the magic, length and JSON into v. A wrong magic is
+// reported with the bytes that came instead, which usually explain it.
+func readHandshake(r *bufio.Reader, v any) error {
+	head := make([]byte, len(magic)+4)
+	n, err := io.ReadFull(r, head)
+	if n < len(magic) || string(head[:len(magic)]) != magic {
+		got := head[:n]
+		if rest, _ := r.Peek(r.Buffered()); len(rest) > 0 {
+			got = append(got, rest[:min(len(rest), 200)]...)
+		}
+		if len(got) == 0 && err != nil {
+			return fmt.Errorf("%w: peer closed the stream before the handshake (%v)", ErrProtocol, err)
+		}
+		return fmt.Errorf("%w: peer is not a restoresync agent: it sent %q", ErrProtocol, got)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: handshake: %w", ErrProtocol, unexpected(err))
+	}
+	size := binary.BigEndian.Uint32(head[len(magic):])
+	if size > maxHelloBytes {
+		return fmt.Errorf("%w: handshake of %d bytes", ErrProtocol, size)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return fmt.Errorf("%w: handshake: %w", ErrProtocol, unexpected(err))
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%w: handshake: %w", ErrProtocol, err)
+	}
+	return nil
+}
+
+// Messages. Each request is one type byte followed by its fields; every
+// reply starts with a status byte (statusOK, or statusFatal and a message
+// after which the server ends the stream).
+const (
+	msgList     byte = 1 // pull: walk the tree; reply: entries, walk errors
+	msgRead     byte = 2 // pull: items; reply: item data for each
+	msgFileList byte = 3 // push: entries; reply: needed indices, plan errors
+	msgWrite    byte = 4 // push: items, then item data; reply: per-item errors
+	msgCommit   byte = 5 // push: an entry whose blocks are all written; reply: error text
+	msgFinish   byte = 6 // push: entries; reply: finish errors
+	msgBye      byte = 7 // end of session; no reply
+
+	statusOK    byte = 0
+	statusFatal byte = 1
+
+	// Item data tags: a file's bytes travel as chunks closed by an end or
+	// an error tag.
+	tagChunk byte = 1
+	tagEnd   byte = 2
+	tagErr   byte = 3
+
+	// chunkBytes is the largest chunk a sender writes.
+	chunkBytes = 256 << 10
+	// maxString bounds any string field (paths, names, error texts).
+	maxString = 1 << 20
+	// maxCount bounds any count field, so a hostile count cannot make the
+	// reader allocate without limit before the data proves it.
+	maxCount = 1 << 26
+)
+
+// Item is one unit of data to move: a whole regular file, or one block of a
+// file split across streams.
+type Item struct {
+	// Entry is the file's file-list entry (its metadata is applied on
+	// arrival).
+	Entry treewalk.Entry
+	// Offset and Length are the byte range of the file this item carries.
+	Offset, Length int64
+	// Split marks a block of a split file: it is written into the file's
+	// prepared temporary file, which Commit later puts in place.
+	Split bool
+}
+
+// encoder writes message fields into a frame writer. Errors are sticky in
+// the frame writer and surface at flush.
+type encoder struct {
+	fw  *frameWriter
+	tmp [binary.MaxVarintLen64]byte
+}
+
+func (e *encoder) byte(b byte)      { e.tmp[0] = b; e.fw.Write(e.tmp[:1]) }
+func (e *encoder) uvarint(v uint64) { e.fw.Write(e.tmp[:binary.PutUvarint(e.tmp[:], v)]) }
+func (e *encoder) varint(v int64)   { e.fw.Write(e.tmp[:binary.PutVarint(e.tmp[:], v)]) }
+func (e *encoder) bytes(b []byte)   { e.uvarint(uint64(len(b))); e.fw.Write(b) }
+func (e *encoder) str(s string)     { e.bytes([]byte(s)) }
+func (e *encoder) bool(b bool)      { e.byte(map[bool]byte{false: 0, true: 1}[b]) }
+func (e *encoder) flush() error     { return e.fw.Flush() }
+func (e *encoder) status(err error) { // statusOK or statusFatal + text
+	if err == nil {
+		e.byte(statusOK)
+		return
+	}
+	e.byte(statusFatal)
+	e.str(err.Error())
+}
+
+func (e *encoder) entry(en *treewalk.Entry) {
+	e.str(en.Path)
+	e.byte(byte(en.Kind))
+	e.uvarint(uint64(en.Mode))
+	e.uvarint(uint64(en.Uid))
+	e.uvarint(uint64(en.Gid))
+	e.str(en.User)
+	e.str(en.Group)
+	e.varint(en.Size)
+	e.varint(en.MtimeNs)
+	e.str(en.LinkTarget)
+	e.str(en.LinkTo)
+	e.uvarint(en.Rdev)
+}
+
+func (e *encoder) item(it *Item) {
+	e.entry(&it.Entry)
+	e.varint(it.Offset)
+	e.varint(it.Length)
+	e.bool(it.Split)
+}
+
+func (e *encoder) pathErrors(errs []*treewalk.PathError) {
+	e.uvarint(uint64(len(errs)))
+	for _, pe := range errs {
+		e.str(pe.Path)
+		e.str(pe.Err.Error())
+	}
+}
+
+// decoder reads message fields from a frame reader; it validates every
+// value that could make the reader misbehave.
+type decoder struct{ fr *frameReader }
+
+func (d *decoder) byte() (byte, error) { return d.fr.ReadByte() }
+
+func (d *decoder) uvarint() (uint64, error) {
+	v, err := binary.ReadUvarint(d.fr)
+	return v, unexpected(err)
+}
+
+func (d *decoder) varint() (int64, error) {
+	v, err := binary.ReadVarint(d.fr)
+	return v, unexpected(err)
+}
+
+func (d *decoder) count() (int, error) {
+	n, err := d.uvarint()
+	if err != nil {
+		return 0, err
+	}
+	if n > maxCount {
+		return 0, fmt.Errorf("%w: count %d too large", ErrProtocol, n)
+	}
+	return int(n), nil
+}
+
+func (d *decoder) str() (string, error) {
+	n, err := d.uvarint()
+	if err != nil {
+		return "", err
+	}
+	if n > maxString {
+		return "", fmt.Errorf("%w: string of %d bytes", ErrProtocol, n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(d.fr, b); err != nil {
+		return "", unexpected(err)
+	}
+	return string(b), nil
+}
+
+func (d *decoder) bool() (bool, error) {
+	b, err := d.byte()
+	if err != nil {
+		return false, unexpected(err)
+	}
+	if b > 1 {
+		return false, fmt.Errorf("%w: bool %d", ErrProtocol, b)
+	}
+	return b == 1, nil
+}
+
+// status reads a reply's status byte; a fatal status becomes an error
+// carrying the server's message.
+func (d *decoder) status() error {
+	b, err := d.byte()
+	if err != nil {
+		return unexpected(err)
+	}
+	switch b {
+	case statusOK:
+		return nil
+	case statusFatal:
+		msg, err := d.str()
+		if err != nil {
+			return err
+		}
+		return &RemoteError{Msg: msg}
+	}
+	return fmt.Errorf("%w: status byte %d", ErrProtocol, b)
+}
+
+// RemoteError is an error the peer reported, with its text.
+type RemoteError struct{ Msg string }
+
+// Error returns "remote: MSG".
+func (e *RemoteError) Error() string { return "remote: " + e.Msg }
+
+// entry decodes and validates one file-list entry.
+func (d *decoder) entry() (treewalk.Entry, error) {
+	var en treewalk.Entry
+	var err error
+	var k byte
+	var mode, uid, gid uint64
+	fail := func(e error) (treewalk.Entry, error) { return treewalk.Entry{}, e }
+	if en.Path, err = d.str(); err != nil {
+		return fail(err)
+	}
+	if err := treewalk.ValidPath(en.Path); err != nil {
+		return fail(fmt.Errorf("%w: entry %q: %w", ErrProtocol, en.Path, err))
+	}
+	if k, err = d.byte(); err != nil {
+		return fail(unexpected(err))
+	}
+	en.Kind = treewalk.Kind(k)
+	if en.Kind < treewalk.KindFile || en.Kind > treewalk.KindBlkDev {
+		return fail(fmt.Errorf("%w: entry %q: unknown kind %d", ErrProtocol, en.Path, k))
+	}
+	if mode, err = d.uvarint(); err != nil {
+		return fail(err)
+	}
+	if uid, err = d.uvarint(); err != nil {
+		return fail(err)
+	}
+	if gid, err = d.uvarint(); err != nil {
+		return fail(err)
+	}
+	if mode > 07777 || uid > 1<<32-1 || gid > 1<<32-1 {
+		return fail(fmt.Errorf("%w: entry %q: mode or ids out of range", ErrProtocol, en.Path))
+	}
+	en.Mode, en.Uid, en.Gid = uint32(mode), uint32(uid), uint32(gid)
+	if en.User, err = d.str(); err != nil {
+		return fail(err)
+	}
+	if en.Group, err = d.str(); err != nil {
+		return fail(err)
+	}
+	if en.Size, err = d.varint(); err != nil {
+		return fail(err)
+	}
+	if en.Size < 0 || (en.Kind != treewalk.KindFile && en.Size != 0) {
+		return fail(fmt.Errorf("%w: entry %q: size %d", ErrProtocol, en.Path, en.Size))
+	}
+	if en.MtimeNs, err = d.varint(); err != nil {
+		return fail(err)
+	}
+	if en.LinkTarget, err = d.str(); err != nil {
+		return fail(err)
+	}
+	if en.LinkTo, err = d.str(); err != nil {
+		return fail(err)
+	}
+	if en.LinkTo != "" {
+		if err := treewalk.ValidPath(en.LinkTo); err != nil || en.Kind != treewalk.KindFile || en.LinkTo == "." {
+			return fail(fmt.Errorf("%w: entry %q: bad hardlink target %q", ErrProtocol, en.Path, en.LinkTo))
+		}
+	}
+	if (en.Kind == treewalk.KindSymlink) != (en.LinkTarget != "") {
+		return fail(fmt.Errorf("%w: entry %q: symlink target on a %s", ErrProtocol, en.Path, en.Kind))
+	}
+	if en.Rdev, err = d.uvarint(); err != nil {
+		return fail(err)
+	}
+	return en, nil
+}
+
+func (d *decoder) entries() ([]treewalk.Entry, error) {
+	n, err := d.count()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]treewalk.Entry, 0, min(n, 1<<16))
+	for range n {
+		e, err := d.entry()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func (e *encoder) entries(list []treewalk.Entry) {
+	e.uvarint(uint64(len(list)))
+	for i := range list {
+		e.entry(&list[i])
+	}
+}
+
+func (d *decoder) item() (Item, error) {
+	var it Item
+	var err error
+	if it.Entry, err = d.entry(); err != nil {
+		return it, err
+	}
+	if it.Offset, err = d.varint(); err != nil {
+		return it, err
+	}
+	if it.Length, err = d.varint(); err != nil {
+		return it, err
+	}
+	if it.Split, err = d.bool(); err != nil {
+		return it, err
+	}
+	if !it.Entry.HasData() || it.Offset < 0 || it.Length < 0 || it.Offset > it.Entry.Size || it.Length > it.Entry.Size-it.Offset ||
+		(!it.Split && (it.Offset != 0 || it.Length != it.Entry.Size)) {
+		return it, fmt.Errorf("%w: item %q: range %d+%d of a %d-byte %s", ErrProtocol, it.Entry.Path, it.Offset, it.Length, it.Entry.Size, it.Entry.Kind)
+	}
+	return it, nil
+}
+
+func (d *decoder) items() ([]Item, error) {
+	n, err := d.count()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Item, 0, min(n, 1<<12))
+	for range n {
+		it, err := d.item()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+func (e *encoder) items(items []Item) {
+	e.uvarint(uint64(len(items)))
+	for i := range items {
+		e.item(&items[i])
+	}
+}
+
+func (d *decoder) pathErrors() ([]*treewalk.PathError, error) {
+	n, err := d.count()
+	if err != nil {
+		return nil, err
+	}
+	var out []*treewalk.PathError
+	for range n {
+		p, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		msg, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &treewalk.PathError{Path: p, Err: &RemoteError{Msg: msg}})
+	}
+	return out, nil
+}

@@ -1,0 +1,324 @@
+package transfer
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/restoresync/restoresync/treewalk"
+)
+
+// Sink is the receiving side of a push as the server drives it: restore's
+// safe writer implements it. Methods may be called concurrently from several
+// server processes' worth of streams, each with its own Sink on the same
+// destination tree.
+type Sink interface {
+	ItemWriter
+	// Plan compares entries with the destination tree (rsync's quick check:
+	// size and mtime), creates the directories, prepares the temporary files
+	// of files larger than the block size, and returns what it needs.
+	Plan(ctx context.Context, entries []treewalk.Entry) (PlanResult, error)
+	// Commit puts a split file, whose blocks have all been written, in
+	// place with its metadata. The error concerns e only.
+	Commit(ctx context.Context, e *treewalk.Entry) error
+	// Finish creates symlinks, hardlinks and special files, sets directory
+	// metadata (deepest first) and removes stale temporary files. It
+	// returns per-entry errors, and an error only for a failure of the run.
+	Finish(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error)
+	// Close releases the sink.
+	Close() error
+}
+
+// ServerConfig configures Serve.
+type ServerConfig struct {
+	// Root, when not empty, confines clients beneath this directory: a
+	// client's path is taken relative to it ("/alice" is Root/alice) and a
+	// path that would leave it, by ".." or by a symlink, is refused.
+	Root string
+	// ReadOnly refuses the receiver role (a backup server's endpoint).
+	ReadOnly bool
+	// NewSink opens the destination dst for the receiver role, with the
+	// client's opaque receiver options. Nil refuses the receiver role.
+	NewSink func(ctx context.Context, dst string, opts json.RawMessage) (Sink, error)
+	// Version is this build's version, announced in the handshake.
+	Version string
+}
+
+// ErrOutsideRoot is returned (and told to the client) for a path that
+// would leave ServerConfig.Root.
+var ErrOutsideRoot = errors.New("path leaves the served root")
+
+// Serve runs the server's side of one stream: the handshake, then requests
+// until the client says goodbye or closes its side (nil), the stream fails,
+// or ctx is cancelled. Serve does not close in or out.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) error {
+	br := bufio.NewReaderSize(in, 64<<10)
+	var h Hello
+	if err := readHandshake(br, &h); err != nil {
+		return err
+	}
+	rep := helloReply{Proto: ProtocolVersion, Version: cfg.Version, Codecs: CodecNames()}
+	refuse := func(err error) error {
+		rep.Error = err.Error()
+		writeHandshake(out, rep)
+		return err
+	}
+	if h.Proto != ProtocolVersion {
+		return refuse(fmt.Errorf("%w: the client (restoresync %s) speaks protocol %d, this agent (restoresync %s) speaks %d: install the same version on both hosts",
+			ErrProtocol, h.Version, h.Proto, cfg.Version, ProtocolVersion))
+	}
+	comp, err := ParseCompression(h.Compression)
+	if err != nil {
+		return refuse(fmt.Errorf("%w: %w", ErrProtocol, err))
+	}
+	s := &server{cfg: cfg, hello: h}
+	switch h.Role {
+	case RoleSender:
+		src, err := s.openSource()
+		if err != nil {
+			return refuse(err)
+		}
+		defer src.Close()
+		s.src = src
+	case RoleReceiver:
+		if cfg.ReadOnly || cfg.NewSink == nil {
+			return refuse(errors.New("this endpoint is read-only: it cannot receive files"))
+		}
+		dst, err := s.resolve(h.Path)
+		if err != nil {
+			return refuse(err)
+		}
+		s.dst = dst
+	default:
+		return refuse(fmt.Errorf("%w: unknown role %q", ErrProtocol, h.Role))
+	}
+	if err := writeHandshake(out, rep); err != nil {
+		return err
+	}
+	fw, err := newFrameWriter(out, comp)
+	if err != nil {
+		return err
+	}
+	s.enc = encoder{fw: fw}
+	s.dec = decoder{fr: newFrameReader(br)}
+	err = s.loop(ctx)
+	if cerr := fw.Close(); err == nil {
+		err = cerr
+	}
+	if s.sink != nil {
+		s.sink.Close()
+	}
+	return err
+}
+
+type server struct {
+	cfg   ServerConfig
+	hello Hello
+	src   *LocalSource
+	dst   string
+	sink  Sink
+	enc   encoder
+	dec   decoder
+}
+
+// resolve maps a client's path to a local one, confined beneath cfg.Root
+// when it is set (lexically here; symlinks are confined by os.Root).
+func (s *server) resolve(p string) (string, error) {
+	if s.cfg.Root == "" {
+		if p == "" {
+			p = "."
+		}
+		return p, nil
+	}
+	rel := strings.TrimPrefix(path.Clean("/"+p), "/")
+	if strings.Contains("/"+p+"/", "/../") {
+		return "", fmt.Errorf("%w: %q", ErrOutsideRoot, p)
+	}
+	if rel == "" {
+		rel = "."
+	}
+	if !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("%w: %q", ErrOutsideRoot, p)
+	}
+	return filepath.Join(s.cfg.Root, rel), nil
+}
+
+func (s *server) openSource() (*LocalSource, error) {
+	if s.cfg.Root == "" {
+		p, _ := s.resolve(s.hello.Path)
+		return OpenLocalSource(p)
+	}
+	if _, err := s.resolve(s.hello.Path); err != nil {
+		return nil, err
+	}
+	base, err := os.OpenRoot(s.cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("open served root: %w", err)
+	}
+	defer base.Close()
+	rel := strings.TrimPrefix(path.Clean("/"+s.hello.Path), "/")
+	if rel == "" {
+		rel = "."
+	}
+	sub, err := base.OpenRoot(rel)
+	if err != nil {
+		if strings.Contains(err.Error(), "escapes") {
+			return nil, fmt.Errorf("%w: %q", ErrOutsideRoot, s.hello.Path)
+		}
+		return nil, fmt.Errorf("open %s: %w", s.hello.Path, err)
+	}
+	return NewLocalSource(sub), nil
+}
+
+func (s *server) loop(ctx context.Context) error {
+	buf := make([]byte, chunkBytes)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		m, err := s.dec.byte()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case m == msgBye:
+			return nil
+		case m == msgList && s.src != nil:
+			list, err := s.src.List(ctx)
+			s.enc.status(err)
+			if err == nil {
+				s.enc.entries(list.Entries)
+				s.enc.pathErrors(list.Errors)
+			}
+		case m == msgRead && s.src != nil:
+			items, err := s.dec.items()
+			if err != nil {
+				return err
+			}
+			s.enc.status(nil)
+			for i := range items {
+				sendItemData(ctx, &s.enc, s.src, &items[i], buf)
+			}
+		case m == msgFileList && s.dst != "":
+			entries, err := s.dec.entries()
+			if err != nil {
+				return err
+			}
+			sink, err := s.openSink(ctx)
+			var res PlanResult
+			if err == nil {
+				res, err = sink.Plan(ctx, entries)
+			}
+			s.enc.status(err)
+			if err == nil {
+				s.enc.uvarint(uint64(len(res.Need)))
+				for _, i := range res.Need {
+					s.enc.uvarint(uint64(i))
+				}
+				s.enc.pathErrors(res.Errors)
+			}
+		case m == msgWrite && s.dst != "":
+			if err := s.write(ctx); err != nil {
+				return err
+			}
+		case m == msgCommit && s.dst != "":
+			e, err := s.dec.entry()
+			if err != nil {
+				return err
+			}
+			sink, err := s.openSink(ctx)
+			s.enc.status(err)
+			if err == nil {
+				msg := ""
+				if err := sink.Commit(ctx, &e); err != nil {
+					msg = err.Error()
+				}
+				s.enc.str(msg)
+			}
+		case m == msgFinish && s.dst != "":
+			entries, err := s.dec.entries()
+			if err != nil {
+				return err
+			}
+			sink, err := s.openSink(ctx)
+			var errs []*treewalk.PathError
+			if err == nil {
+				errs, err = sink.Finish(ctx, entries)
+			}
+			s.enc.status(err)
+			if err == nil {
+				s.enc.pathErrors(errs)
+			}
+		default:
+			return fmt.Errorf("%w: unexpected message %d for role %s", ErrProtocol, m, s.hello.Role)
+		}
+		if err := s.enc.flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// write receives one msgWrite batch and answers with its per-item errors.
+func (s *server) write(ctx context.Context) error {
+	items, err := s.dec.items()
+	if err != nil {
+		return err
+	}
+	sink, sinkErr := s.openSink(ctx)
+	type itemErr struct {
+		i   int
+		msg string
+	}
+	var errs []itemErr
+	for i := range items {
+		var w ItemWriter = discardWriter{}
+		if sinkErr == nil {
+			w = sink
+		}
+		ierr, fatal := recvItemData(ctx, &s.dec, w, &items[i])
+		if fatal != nil {
+			return fatal
+		}
+		if ierr != nil {
+			errs = append(errs, itemErr{i, ierr.Error()})
+		}
+	}
+	s.enc.status(sinkErr)
+	if sinkErr == nil {
+		s.enc.uvarint(uint64(len(errs)))
+		for _, e := range errs {
+			s.enc.uvarint(uint64(e.i))
+			s.enc.str(e.msg)
+		}
+	}
+	return nil
+}
+
+func (s *server) openSink(ctx context.Context) (Sink, error) {
+	if s.sink != nil {
+		return s.sink, nil
+	}
+	sink, err := s.cfg.NewSink(ctx, s.dst, s.hello.Receiver)
+	if err != nil {
+		return nil, err
+	}
+	s.sink = sink
+	return sink, nil
+}
+
+type discardWriter struct{}
+
+func (discardWriter) WriteItem(ctx context.Context, it *Item, r io.Reader) error {
+	_, err := io.Copy(io.Discard, r)
+	return err
+}

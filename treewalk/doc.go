@@ -1,0 +1,12 @@
+// Package treewalk walks a directory tree on the sending side and produces
+// its file list: one Entry per file, directory, symlink, hardlink or special
+// file, in a deterministic order (the root ".", then depth-first, names in
+// byte order, each directory before its contents).
+//
+// The walk never follows symbolic links and never leaves the root it was
+// given: it goes through an os.Root. Hardlinks are detected by device and
+// inode; the first path of a group (in walk order) is its leader and carries
+// the data, the others name it in LinkTo.
+//
+// Nothing is written; an interrupted walk leaves nothing behind.
+package treewalk

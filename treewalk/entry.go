@@ -1,0 +1,80 @@
+package treewalk
+
+import (
+	"fmt"
+	"time"
+)
+
+// Kind is the type of a file-list entry.
+type Kind uint8
+
+// The kinds of entry a file list carries. The numeric values are part of the
+// wire format (transfer encodes Kind as one byte) and must not change.
+const (
+	KindFile    Kind = 1 // regular file (or, with LinkTo set, a hardlink to one)
+	KindDir     Kind = 2 // directory
+	KindSymlink Kind = 3 // symbolic link; LinkTarget holds its target
+	KindFifo    Kind = 4 // named pipe
+	KindCharDev Kind = 5 // character device; Rdev holds its number
+	KindBlkDev  Kind = 6 // block device; Rdev holds its number
+)
+
+// String returns the kind's lower-case name ("file", "dir", ...).
+func (k Kind) String() string {
+	switch k {
+	case KindFile:
+		return "file"
+	case KindDir:
+		return "dir"
+	case KindSymlink:
+		return "symlink"
+	case KindFifo:
+		return "fifo"
+	case KindCharDev:
+		return "chardev"
+	case KindBlkDev:
+		return "blkdev"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Entry is one item of a file list: what the sender found at Path and
+// everything the receiver needs to recreate it. It is a plain value, safe to
+// copy and to share read-only between goroutines.
+type Entry struct {
+	// Path is relative to the walked root, slash-separated, cleaned, never
+	// absolute and never containing "..". The root itself is ".".
+	Path string
+	// Kind is the entry's type.
+	Kind Kind
+	// Mode holds the permission bits and the setuid, setgid and sticky bits,
+	// in Unix numeric form (07777 mask), not an fs.FileMode.
+	Mode uint32
+	// Uid and Gid are the numeric owner and group on the sender.
+	Uid, Gid uint32
+	// User and Group are the owner's and group's names on the sender, or ""
+	// when the id has no name there. The receiver maps by name, like rsync.
+	User, Group string
+	// Size is the length in bytes of a regular file's contents; 0 otherwise.
+	Size int64
+	// MtimeNs is the modification time in nanoseconds since the Unix epoch.
+	MtimeNs int64
+	// LinkTarget is a symlink's target, exactly as stored (not resolved).
+	LinkTarget string
+	// LinkTo, when not empty, makes this regular file a hardlink to the
+	// earlier entry with that Path (the group's leader, which carries the
+	// data). Only KindFile entries have it.
+	LinkTo string
+	// Rdev is a device node's device number (Linux encoding); 0 otherwise.
+	Rdev uint64
+}
+
+// Mtime returns MtimeNs as a time.Time.
+func (e *Entry) Mtime() time.Time { return time.Unix(0, e.MtimeNs) }
+
+// IsHardlink reports whether e is a hardlink to an earlier entry.
+func (e *Entry) IsHardlink() bool { return e.LinkTo != "" }
+
+// HasData reports whether e is a regular file whose contents must be sent
+// (a hardlink follower gets its data through its leader).
+func (e *Entry) HasData() bool { return e.Kind == KindFile && e.LinkTo == "" }
