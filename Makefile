@@ -1,0 +1,45 @@
+# restoresync: a thin front over the go tool. See README.md.
+GO       ?= go
+BIN      := bin/restoresync
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X main.version=$(VERSION)
+# Test packages run in parallel at go's default -p; each test makes its own
+# temp dirs, ports and sshd.
+TESTFLAGS ?= -count=1 -timeout 8m
+FUZZTIME ?= 60s
+
+.PHONY: build demo test race fuzz bench lint deps clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/restoresync
+
+# The main job end to end on a generated hosting account, served by the
+# embedded 'serve --listen' endpoint on a free loopback port.
+demo: build
+	./scripts/demo.sh $(BIN)
+
+# Installs what the tests need (openssh-server, rsync) when missing and
+# root, then runs every test. CI runs this.
+test: deps build
+	RESTORESYNC_BIN=$(CURDIR)/$(BIN) $(GO) test $(TESTFLAGS) ./...
+
+race: deps build
+	RESTORESYNC_BIN=$(CURDIR)/$(BIN) $(GO) test -race $(TESTFLAGS) ./...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzFrames$$' -fuzztime $(FUZZTIME) ./transfer/
+	$(GO) test -run '^$$' -fuzz '^FuzzMessages$$' -fuzztime $(FUZZTIME) ./transfer/
+	$(GO) test -run '^$$' -fuzz '^FuzzValidPath$$' -fuzztime $(FUZZTIME) ./treewalk/
+
+bench: deps build
+	RESTORESYNC_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 3x ./transfer/ ./restore/
+
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+deps:
+	@./scripts/deps.sh
+
+clean:
+	rm -rf bin

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the programs the tests use when they are missing: OpenSSH's
+# server and client, rsync, and GNU tar. Needs root (CI runs as root);
+# otherwise it says what to install.
+set -euo pipefail
+need=()
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
+command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
+command -v rsync >/dev/null 2>&1 || need+=(rsync)
+command -v tar >/dev/null 2>&1 || need+=(tar)
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "deps: missing ${need[*]}; install them (as root: apt-get install -y ${need[*]})" >&2
+	exit 1
+fi
+echo "deps: installing ${need[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y --no-install-recommends "${need[@]}" >/dev/null 2>&1 ||
+	{ apt-get update >/dev/null && apt-get install -y --no-install-recommends "${need[@]}" >/dev/null; }

@@ -1,0 +1,269 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// rshWaitDelay bounds how long Wait waits for stderr after the -e program
+// exits, in case a child (a ProxyCommand, say) keeps the pipe open.
+const rshWaitDelay = time.Second
+
+// NewRshDialer returns a Dialer that runs an external program per stream,
+// like rsync's -e: o.Rsh is split into words (honouring single quotes,
+// double quotes and backslashes, without other shell expansion) and run as
+//
+//	WORDS... [-l USER] [-p PORT] HOST RESTORESYNC serve --stdio
+//
+// where -l and -p appear only when loc sets them and RESTORESYNC is
+// o.RemotePath (shell-quoted) or "restoresync". The other SSHOptions fields
+// are ignored: configure the program instead. Errors: an empty or badly
+// quoted o.Rsh, a local loc. The result is safe for concurrent use.
+func NewRshDialer(loc Location, o SSHOptions) (Dialer, error) {
+	argv, err := splitCommandLine(o.Rsh)
+	if err != nil {
+		return nil, fmt.Errorf("-e %q: %w", o.Rsh, err)
+	}
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("-e %q: empty command", o.Rsh)
+	}
+	if !loc.Remote() {
+		return nil, fmt.Errorf("-e %s: %q is not a remote location", argv[0], loc.String())
+	}
+	if strings.HasPrefix(loc.Host, "-") {
+		return nil, fmt.Errorf("-e %s: host %q starts with '-'", argv[0], loc.Host)
+	}
+	args := append([]string(nil), argv[1:]...)
+	if loc.User != "" {
+		args = append(args, "-l", loc.User)
+	}
+	if loc.Port != 0 {
+		args = append(args, "-p", strconv.Itoa(loc.Port))
+	}
+	remotePath := o.RemotePath
+	if remotePath == "" {
+		remotePath = "restoresync"
+	}
+	// Separate words, as rsync passes them: ssh joins them with spaces,
+	// and programs that exec directly (docker exec -i) get an argv.
+	args = append(args, loc.Host, shellQuote(remotePath), "serve", "--stdio")
+	display := loc.Host
+	if loc.User != "" {
+		display = loc.User + "@" + display
+	}
+	return &rshDialer{program: argv[0], args: args, display: argv[0] + " " + display}, nil
+}
+
+// rshDialer runs one external program per stream; immutable, so Dial is
+// safe for concurrent use.
+type rshDialer struct {
+	program string
+	args    []string
+	display string // "ssh user@host", for errors
+}
+
+// Dial starts a new process. ctx only gates the start: once Dial returns,
+// the process lives until the Stream's Close (as a connection outlives its
+// net.Dialer context), so a short dial timeout cannot kill a stream.
+// A program that cannot be started gives an error wrapping ErrConnect.
+func (d *rshDialer) Dial(ctx context.Context) (Stream, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", d.display, err)
+	}
+	cmd := exec.Command(d.program, d.args...)
+	s := &rshStream{display: d.display, cmd: cmd, stderr: new(tailBuffer)}
+	var err error
+	if s.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, fmt.Errorf("%s: %w", d.display, err)
+	}
+	if s.stdout, err = cmd.StdoutPipe(); err != nil {
+		return nil, fmt.Errorf("%s: %w", d.display, err)
+	}
+	cmd.Stderr = s.stderr
+	cmd.WaitDelay = rshWaitDelay
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrConnect, d.display, err)
+	}
+	return s, nil
+}
+
+// rshStream is one -e process.
+type rshStream struct {
+	display string
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	stdout  io.ReadCloser
+	stderr  *tailBuffer
+
+	readErr   error // terminal read error; reader goroutine only
+	gotOutput bool  // reader goroutine only
+
+	waitOnce sync.Once
+	waitErr  error
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Read returns the program's stdout. At its end Read returns io.EOF when the
+// program exited 0; status 255 (ssh's own failure) gives an error wrapping
+// ErrConnect with the stderr tail; other failures give an error with the
+// exit status and stderr tail.
+func (s *rshStream) Read(p []byte) (int, error) {
+	if s.readErr != nil {
+		return 0, s.readErr
+	}
+	n, err := s.stdout.Read(p)
+	if n > 0 {
+		s.gotOutput = true
+	}
+	switch {
+	case err == io.EOF:
+		s.readErr = s.endError()
+		err = s.readErr
+	case err != nil && s.closed.Load():
+		err = fmt.Errorf("%s: %w", s.display, net.ErrClosed)
+	case err != nil:
+		err = fmt.Errorf("%s: read: %w", s.display, err)
+	}
+	return n, err
+}
+
+// endError waits for the process and says why its stdout ended.
+func (s *rshStream) endError() error {
+	err := s.wait()
+	if s.closed.Load() {
+		return fmt.Errorf("%s: %w", s.display, net.ErrClosed)
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil || errors.Is(err, exec.ErrWaitDelay):
+		return io.EOF
+	case errors.As(err, &ee) && ee.ExitCode() == 255:
+		when := "after"
+		if !s.gotOutput {
+			when = "before"
+		}
+		return fmt.Errorf("%w: %s exited with status 255 %s any output%s", ErrConnect, s.display, when, stderrSuffix(s.Stderr()))
+	case errors.As(err, &ee):
+		return fmt.Errorf("%s: remote command failed: %s%s", s.display, ee.ProcessState, stderrSuffix(s.Stderr()))
+	default:
+		return fmt.Errorf("%s: %w", s.display, err)
+	}
+}
+
+// wait reaps the process once; later calls return the same result.
+func (s *rshStream) wait() error {
+	s.waitOnce.Do(func() { s.waitErr = s.cmd.Wait() })
+	return s.waitErr
+}
+
+// Write sends p to the program's stdin.
+func (s *rshStream) Write(p []byte) (int, error) {
+	n, err := s.stdin.Write(p)
+	if err != nil {
+		if s.closed.Load() {
+			return n, fmt.Errorf("%s: %w", s.display, net.ErrClosed)
+		}
+		return n, fmt.Errorf("%s: write: %w", s.display, err)
+	}
+	return n, nil
+}
+
+// CloseWrite closes the program's stdin.
+func (s *rshStream) CloseWrite() error {
+	if err := s.stdin.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return fmt.Errorf("%s: close stdin: %w", s.display, err)
+	}
+	return nil
+}
+
+// Close kills the program and reaps it; safe to call more than once and
+// from any goroutine.
+func (s *rshStream) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.stdin.Close()
+		if err := s.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			s.closeErr = fmt.Errorf("%s: kill: %w", s.display, err)
+		}
+		s.wait()
+	})
+	return s.closeErr
+}
+
+// Stderr returns the last 4 KiB of the program's stderr.
+func (s *rshStream) Stderr() string { return s.stderr.String() }
+
+// splitCommandLine splits s into words the way a POSIX shell would for a
+// simple command: blanks separate words, '...' is literal, "..." allows
+// \" \\ \$ \` escapes, and a backslash outside quotes escapes the next
+// byte. There is no variable, glob or tilde expansion. Unterminated quotes
+// and a trailing backslash are errors.
+func splitCommandLine(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case ' ', '\t', '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case '\\':
+			if i+1 == len(s) {
+				return nil, errors.New("trailing backslash")
+			}
+			i++
+			if s[i] == '\n' { // line continuation
+				continue
+			}
+			inWord = true
+			cur.WriteByte(s[i])
+		case '\'':
+			inWord = true
+			end := strings.IndexByte(s[i+1:], '\'')
+			if end < 0 {
+				return nil, errors.New("unterminated single quote")
+			}
+			cur.WriteString(s[i+1 : i+1+end])
+			i += end + 1
+		case '"':
+			inWord = true
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\\\"$`\n", s[i+1]) >= 0 {
+					i++
+					if s[i] == '\n' {
+						continue
+					}
+				}
+				cur.WriteByte(s[i])
+			}
+			if i == len(s) {
+				return nil, errors.New("unterminated double quote")
+			}
+		default:
+			inWord = true
+			cur.WriteByte(c)
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}

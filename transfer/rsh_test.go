@@ -1,0 +1,182 @@
+package transfer
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/restoresync/restoresync/internal/testsshd"
+)
+
+func TestRshDialerEchoViaSSH(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("ssh"); err != nil {
+		t.Skip("no ssh client:", err)
+	}
+	srv := testsshd.Start(t)
+	d, err := NewRshDialer(Location{Host: "testhost"}, SSHOptions{
+		Rsh:        "ssh -F '" + srv.Config(t) + "'",
+		RemotePath: echoAgent(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEcho(t, dialT(t, d), 8<<20)
+}
+
+func TestRshDialerArgv(t *testing.T) {
+	t.Parallel()
+	// The "remote shell" prints its arguments, one per line.
+	d, err := NewRshDialer(Location{User: "alice", Host: "example.org", Port: 2222}, SSHOptions{
+		Rsh:        `sh -c 'printf "%s\n" "$0" "$@"'`,
+		RemotePath: "/opt/my tools/restoresync",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dialT(t, d)
+	out, err := io.ReadAll(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	want := []string{"-l", "alice", "-p", "2222", "example.org", "'/opt/my tools/restoresync'", "serve", "--stdio"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("argv %q, want %q", got, want)
+	}
+
+	d, err = NewRshDialer(Location{Host: "h"}, SSHOptions{Rsh: `sh -c 'printf "%s\n" "$0" "$@"'`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = io.ReadAll(dialT(t, d))
+	if err != nil || string(out) != "h\nrestoresync\nserve\n--stdio\n" {
+		t.Fatalf("argv without user and port: %q, %v", out, err)
+	}
+}
+
+func TestRshDialerExit255(t *testing.T) {
+	t.Parallel()
+	d, err := NewRshDialer(Location{Host: "h"}, SSHOptions{Rsh: `sh -c 'echo "ssh: connect to host h port 22: Connection refused" >&2; exit 255'`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.ReadAll(dialT(t, d))
+	if !errors.Is(err, ErrConnect) || !strings.Contains(err.Error(), "Connection refused") {
+		t.Fatalf("read: %v; want ErrConnect with the stderr", err)
+	}
+}
+
+func TestRshDialerExitStatus(t *testing.T) {
+	t.Parallel()
+	d, err := NewRshDialer(Location{Host: "h"}, SSHOptions{Rsh: `sh -c 'echo partial; echo "sh: restoresync: not found" >&2; exit 127'`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dialT(t, d)
+	out, err := io.ReadAll(s)
+	if string(out) != "partial\n" || err == nil || errors.Is(err, ErrConnect) ||
+		!strings.Contains(err.Error(), "exit status 127") || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("read: %q, %v; want the output, then exit status 127 with stderr", out, err)
+	}
+	if !strings.Contains(s.Stderr(), "not found") {
+		t.Errorf("Stderr() = %q", s.Stderr())
+	}
+}
+
+func TestRshDialerCloseKills(t *testing.T) {
+	t.Parallel()
+	d, err := NewRshDialer(Location{Host: "h"}, SSHOptions{Rsh: `sh -c 'exec sleep 30'`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dialT(t, d)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Read(make([]byte, 1))
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("blocked Read after Close: %v; want net.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not unblock Read")
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Errorf("Close took %v", time.Since(start))
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestRshDialerMissingProgram(t *testing.T) {
+	t.Parallel()
+	d, err := NewRshDialer(Location{Host: "h"}, SSHOptions{Rsh: "/nonexistent/ssh -x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Dial(t.Context()); !errors.Is(err, ErrConnect) {
+		t.Fatalf("Dial: %v; want ErrConnect", err)
+	}
+}
+
+func TestNewRshDialerErrors(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		loc Location
+		rsh string
+	}{
+		{Location{Host: "h"}, ""},
+		{Location{Host: "h"}, "   "},
+		{Location{Host: "h"}, "ssh 'unterminated"},
+		{Location{Path: "local"}, "ssh"},
+		{Location{Host: "-oProxyCommand=x"}, "ssh"},
+	} {
+		if _, err := NewRshDialer(tt.loc, SSHOptions{Rsh: tt.rsh}); err == nil {
+			t.Errorf("NewRshDialer(%#v, %q): no error", tt.loc, tt.rsh)
+		}
+	}
+}
+
+func TestSplitCommandLine(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"ssh", []string{"ssh"}},
+		{"  ssh   -p  2222 ", []string{"ssh", "-p", "2222"}},
+		{`ssh -o "ProxyCommand ssh -W %h:%p jump"`, []string{"ssh", "-o", "ProxyCommand ssh -W %h:%p jump"}},
+		{`ssh -i '/keys/my key'`, []string{"ssh", "-i", "/keys/my key"}},
+		{`a\ b c\\d`, []string{"a b", `c\d`}},
+		{`"a\"b\\c\d$"`, []string{`a"b\c\d$`}},
+		{`'it'\''s'`, []string{"it's"}},
+		{`x""y ''`, []string{"xy", ""}},
+		{"a\\\nb\tc\nd", []string{"ab", "c", "d"}},
+		{"", nil},
+	}
+	for _, tt := range tests {
+		got, err := splitCommandLine(tt.in)
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("splitCommandLine(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{`'open`, `"open`, `"esc\"`, `trailing\`} {
+		if got, err := splitCommandLine(bad); err == nil {
+			t.Errorf("splitCommandLine(%q) = %q, want an error", bad, got)
+		}
+	}
+}

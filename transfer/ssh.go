@@ -1,0 +1,663 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// ErrConnect marks errors reaching or authenticating to a remote host:
+// TCP dial, SSH handshake, authentication, host key checks, a lost
+// connection, and an -e program exiting with status 255. Callers map it to
+// exit code 255, as rsync does. Check with errors.Is.
+var ErrConnect = errors.New("ssh connection failed")
+
+// ErrHostKey marks host key verification failures: an unknown host, a
+// changed or revoked key. It wraps ErrConnect, so errors.Is(err, ErrConnect)
+// holds for it too. The error itself is usually a *HostKeyError.
+var ErrHostKey = fmt.Errorf("%w: host key verification failed", ErrConnect)
+
+// sshCiphers is the cipher preference of both the client and the built-in
+// server: AES-GCM is fastest with AES-NI, ChaCha20 on CPUs without it, and
+// the CTR modes are for old peers.
+var sshCiphers = []string{
+	ssh.CipherAES128GCM,
+	ssh.CipherChaCha20Poly1305,
+	ssh.CipherAES256GCM,
+	ssh.CipherAES128CTR,
+	ssh.CipherAES256CTR,
+}
+
+const (
+	// defaultSSHTimeout bounds dial plus handshake: long enough for a slow
+	// link and a loaded server, short enough not to hang a run.
+	defaultSSHTimeout = 30 * time.Second
+	// defaultKeepalive matches common ServerAliveInterval settings and stays
+	// below typical NAT idle timeouts.
+	defaultKeepalive = 15 * time.Second
+	// keepaliveMaxMissed is OpenSSH's ServerAliveCountMax default.
+	keepaliveMaxMissed = 3
+	// stderrTailBytes is how much of the peer's stderr a Stream keeps.
+	stderrTailBytes = 4 << 10
+	// clientVersion identifies restoresync in server logs.
+	clientVersion = "SSH-2.0-restoresync"
+)
+
+// HostKeyError describes a host key the known_hosts files do not accept.
+// It unwraps to ErrHostKey (and so to ErrConnect).
+type HostKeyError struct {
+	// Host is the name looked up in known_hosts, e.g. "[127.0.0.1]:2222".
+	Host string
+	// Hostname and Port are where the connection went (for ssh-keyscan).
+	Hostname string
+	Port     int
+	// KeyType and Fingerprint (SHA256:...) describe the key the server
+	// offered.
+	KeyType     string
+	Fingerprint string
+	// Known lists the known_hosts entries for Host that the key did not
+	// match (or the @revoked entry); empty when the host is unknown.
+	Known []KnownHostEntry
+	// Revoked is set when the offered key is marked @revoked.
+	Revoked bool
+	// Files are the known_hosts files that were consulted.
+	Files []string
+}
+
+// KnownHostEntry is one known_hosts line, for error reports.
+type KnownHostEntry struct {
+	File        string
+	Line        int // 1-based
+	KeyType     string
+	Fingerprint string // SHA256:...
+}
+
+// String formats e as "file:line: type fingerprint".
+func (e KnownHostEntry) String() string {
+	return fmt.Sprintf("%s:%d: %s %s", e.File, e.Line, e.KeyType, e.Fingerprint)
+}
+
+// Error explains the problem and how to fix it after checking the key.
+func (e *HostKeyError) Error() string {
+	known := make([]string, len(e.Known))
+	for i, k := range e.Known {
+		known[i] = k.String()
+	}
+	switch {
+	case e.Revoked:
+		return fmt.Sprintf("host key verification failed: the %s key %s offered by %s is marked @revoked in %s",
+			e.KeyType, e.Fingerprint, e.Host, strings.Join(known, ", "))
+	case len(e.Known) > 0:
+		return fmt.Sprintf("host key verification failed: WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! "+
+			"%s offered %s key %s, but known_hosts has %s. "+
+			"Someone could be eavesdropping on you right now (man-in-the-middle attack), or the host key has just been changed. "+
+			"If the change is expected, remove the old entry with: ssh-keygen -R '%s' -f %s",
+			e.Host, e.KeyType, e.Fingerprint, strings.Join(known, "; "), e.Host, e.Known[0].File)
+	default:
+		files := "no known_hosts file"
+		target := "~/.ssh/known_hosts"
+		if len(e.Files) > 0 {
+			files = strings.Join(e.Files, ", ")
+			target = e.Files[0]
+		}
+		keyscan := "ssh-keyscan"
+		if e.Port != 22 && e.Port != 0 {
+			keyscan += " -p " + strconv.Itoa(e.Port)
+		}
+		if t := keyscanType(e.KeyType); t != "" {
+			keyscan += " -t " + t
+		}
+		return fmt.Sprintf("host key verification failed: %s is not in known_hosts (%s); it offered %s key %s. "+
+			"Check that fingerprint with the server's administrator, then add the key with: %s %s >> %s",
+			e.Host, files, e.KeyType, e.Fingerprint, keyscan, e.Hostname, target)
+	}
+}
+
+// Unwrap returns ErrHostKey.
+func (e *HostKeyError) Unwrap() error { return ErrHostKey }
+
+// keyscanType maps a key type to ssh-keyscan's -t name.
+func keyscanType(keyType string) string {
+	switch {
+	case keyType == ssh.KeyAlgoED25519:
+		return "ed25519"
+	case strings.HasPrefix(keyType, "ecdsa-"):
+		return "ecdsa"
+	case keyType == ssh.KeyAlgoRSA:
+		return "rsa"
+	}
+	return ""
+}
+
+// sshDialer is the built-in SSH client. It is immutable after
+// NewSSHDialer, so Dial is safe for concurrent use.
+type sshDialer struct {
+	display     string // user@host:port, for errors
+	addr        string // host:port to dial
+	hostname    string
+	port        int
+	hostKeyAddr string // host:port looked up in known_hosts
+	knownFiles  []string
+	known       ssh.HostKeyCallback
+	config      ssh.ClientConfig // template; Auth is set per Dial
+	signers     []ssh.Signer     // -i and IdentityFile keys
+	fallback    []ssh.Signer     // default ~/.ssh/id_* keys
+	keyFiles    []string         // files behind signers and fallback
+	skipped     []string         // notes on keys that could not be used
+	agentSock   string           // "" means no agent
+	command     string
+	timeout     time.Duration
+	keepalive   time.Duration
+}
+
+// NewSSHDialer returns a Dialer that reaches loc with the built-in SSH
+// client (golang.org/x/crypto/ssh); each Dial opens a new TCP connection.
+//
+// Settings come from loc first, then the ssh_config file (o.ConfigFile, with
+// Host, HostName, Port, User, IdentityFile, IdentitiesOnly, IdentityAgent,
+// HostKeyAlias, UserKnownHostsFile and GlobalKnownHostsFile), then defaults.
+// Keys are tried in order: o.Identities, IdentityFile entries, ssh-agent
+// (SSH_AUTH_SOCK), ~/.ssh/id_ed25519, id_ecdsa, id_rsa. Encrypted key files
+// are skipped (load them into ssh-agent). Host keys must be in the
+// known_hosts files; StrictHostKeyChecking is always on.
+//
+// Errors (not wrapping ErrConnect) come from a bad config file, an -i file
+// that cannot be read or parsed, a ProxyJump/ProxyCommand setting (use -e
+// ssh for those), or unreadable known_hosts files. The result is safe for
+// concurrent use.
+func NewSSHDialer(loc Location, o SSHOptions) (Dialer, error) {
+	if !loc.Remote() {
+		return nil, fmt.Errorf("ssh: %q is not a remote location", loc.String())
+	}
+	hc, err := loadHostConfig(o.ConfigFile, loc.Host)
+	if err != nil {
+		return nil, err
+	}
+	if hc.proxy != "" {
+		return nil, fmt.Errorf("ssh %s: ssh_config sets %q, which the built-in client does not support; use -e ssh", loc.Host, hc.proxy)
+	}
+	d := &sshDialer{
+		hostname:  cmpOr(hc.hostName, loc.Host),
+		port:      cmpOr(loc.Port, hc.port, 22),
+		command:   remoteCommand(o.RemotePath),
+		timeout:   o.Timeout,
+		keepalive: o.Keepalive,
+	}
+	if d.timeout <= 0 {
+		d.timeout = defaultSSHTimeout
+	}
+	if d.keepalive == 0 {
+		d.keepalive = defaultKeepalive
+	}
+	user := cmpOr(loc.User, hc.user, localUser())
+	d.addr = net.JoinHostPort(d.hostname, strconv.Itoa(d.port))
+	d.display = user + "@" + d.addr
+	d.hostKeyAddr = d.addr
+	if hc.hostKeyAlias != "" {
+		// OpenSSH looks an alias up without the port.
+		d.hostKeyAddr = net.JoinHostPort(hc.hostKeyAlias, "22")
+	}
+
+	if err := d.loadKnownHosts(o.KnownHosts, hc, user); err != nil {
+		return nil, err
+	}
+	if err := d.loadKeys(o.Identities, hc, user); err != nil {
+		return nil, err
+	}
+	if !hc.identitiesOnly && !strings.EqualFold(hc.identityAgent, "none") {
+		d.agentSock = os.Getenv("SSH_AUTH_SOCK")
+		if hc.identityAgent != "" && hc.identityAgent != "SSH_AUTH_SOCK" {
+			d.agentSock = expandSSHPath(hc.identityAgent, d.hostname, user, d.port)
+		}
+	}
+
+	d.config = ssh.ClientConfig{
+		Config:            ssh.Config{Ciphers: sshCiphers},
+		User:              user,
+		HostKeyCallback:   d.checkHostKey,
+		HostKeyAlgorithms: knownHostAlgorithms(d.known, d.hostKeyAddr),
+		ClientVersion:     clientVersion,
+	}
+	return d, nil
+}
+
+// cmpOr returns the first of vals that is not the zero value.
+func cmpOr[T comparable](vals ...T) T {
+	var zero T
+	for _, v := range vals {
+		if v != zero {
+			return v
+		}
+	}
+	return zero
+}
+
+// checkHostKey is the ssh.HostKeyCallback: the key must be on file for
+// d.hostKeyAddr. It never accepts an unknown key.
+func (d *sshDialer) checkHostKey(_ string, remote net.Addr, key ssh.PublicKey) error {
+	err := d.known(d.hostKeyAddr, remote, key)
+	if err == nil {
+		return nil
+	}
+	hk := &HostKeyError{
+		Host:        knownhosts.Normalize(d.hostKeyAddr),
+		Hostname:    d.hostname,
+		Port:        d.port,
+		KeyType:     key.Type(),
+		Fingerprint: ssh.FingerprintSHA256(key),
+		Files:       d.knownFiles,
+	}
+	entry := func(k knownhosts.KnownKey) KnownHostEntry {
+		return KnownHostEntry{File: k.Filename, Line: k.Line, KeyType: k.Key.Type(), Fingerprint: ssh.FingerprintSHA256(k.Key)}
+	}
+	var ke *knownhosts.KeyError
+	var re *knownhosts.RevokedError
+	switch {
+	case errors.As(err, &re):
+		hk.Revoked = true
+		hk.Known = []KnownHostEntry{entry(re.Revoked)}
+	case errors.As(err, &ke):
+		for _, k := range ke.Want {
+			hk.Known = append(hk.Known, entry(k))
+		}
+	default:
+		return fmt.Errorf("%w: %s: %w", ErrHostKey, hk.Host, err)
+	}
+	return hk
+}
+
+// Dial opens a new TCP connection and SSH session running the remote agent.
+// ctx and o.Timeout bound the dial, handshake, authentication and command
+// start; once Dial returns, the stream lives until Close, whatever ctx does
+// (as with net.Dialer). Errors wrap ErrConnect (ErrHostKey for host keys),
+// or ctx's error when it ends first. Safe for concurrent use.
+func (d *sshDialer) Dial(ctx context.Context) (Stream, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("ssh %s: %w", d.display, err)
+	}
+	deadline := time.Now().Add(d.timeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	dialCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	var nd net.Dialer
+	conn, err := nd.DialContext(dialCtx, "tcp", d.addr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("ssh %s: %w", d.display, ctx.Err())
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrConnect, d.display, err)
+	}
+	// ssh.NewClientConn takes no context: the deadline bounds it, and
+	// cancelling ctx closes the connection under it.
+	if err := conn.SetDeadline(deadline); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%w: %s: %w", ErrConnect, d.display, err)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	s, err := d.setup(conn, deadline)
+	if !stop() {
+		if s != nil {
+			s.Close()
+		}
+		return nil, fmt.Errorf("ssh %s: %w", d.display, ctx.Err())
+	}
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if err := conn.SetDeadline(time.Time{}); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("%w: %s: %w", ErrConnect, d.display, err)
+	}
+	if d.keepalive > 0 {
+		go s.keepaliveLoop(d.keepalive)
+	}
+	return s, nil
+}
+
+// setup runs the SSH handshake on conn and starts the remote command.
+func (d *sshDialer) setup(conn net.Conn, deadline time.Time) (*sshStream, error) {
+	var agentSigners []ssh.Signer
+	if d.agentSock != "" {
+		ac, err := net.DialTimeout("unix", d.agentSock, time.Until(deadline))
+		if err != nil {
+			slog.Debug("ssh: agent not reachable", "socket", d.agentSock, "err", err)
+		} else {
+			// Signing happens during the handshake; the agent is not
+			// needed afterwards, and a hung agent must not hang Dial.
+			defer ac.Close()
+			ac.SetDeadline(deadline)
+			agentSigners, err = agent.NewClient(ac).Signers()
+			if err != nil {
+				slog.Debug("ssh: agent keys", "socket", d.agentSock, "err", err)
+			}
+		}
+	}
+	cfg := d.config
+	cfg.Auth = []ssh.AuthMethod{ssh.PublicKeysCallback(func() ([]ssh.Signer, error) {
+		return dedupSigners(d.signers, agentSigners, d.fallback), nil
+	})}
+	c, chans, reqs, err := ssh.NewClientConn(conn, d.hostKeyAddr, &cfg)
+	if err != nil {
+		return nil, d.handshakeError(err, len(agentSigners))
+	}
+	client := ssh.NewClient(c, chans, reqs)
+	s := &sshStream{
+		display: d.display,
+		command: d.command,
+		client:  client,
+		done:    make(chan struct{}),
+		stderr:  new(tailBuffer),
+	}
+	fail := func(what string, err error) (*sshStream, error) {
+		client.Close()
+		return nil, fmt.Errorf("%w: %s: %s: %w", ErrConnect, d.display, what, err)
+	}
+	if s.session, err = client.NewSession(); err != nil {
+		return fail("open session", err)
+	}
+	if s.stdin, err = s.session.StdinPipe(); err != nil {
+		return fail("stdin", err)
+	}
+	if s.stdout, err = s.session.StdoutPipe(); err != nil {
+		return fail("stdout", err)
+	}
+	s.session.Stderr = s.stderr
+	if err := s.session.Start(d.command); err != nil {
+		return fail(fmt.Sprintf("start %q", d.command), err)
+	}
+	return s, nil
+}
+
+// handshakeError wraps a failed handshake with ErrConnect or ErrHostKey and
+// a hint about which keys were tried.
+func (d *sshDialer) handshakeError(err error, agentKeys int) error {
+	var hk *HostKeyError
+	if errors.As(err, &hk) {
+		return fmt.Errorf("%s: %w", d.display, hk)
+	}
+	if errors.Is(err, ErrHostKey) {
+		return fmt.Errorf("%s: %w", d.display, err)
+	}
+	var ne *ssh.AlgorithmNegotiationError
+	if errors.As(err, &ne) && ne.What == "host key" && !slices.Equal(d.config.HostKeyAlgorithms, defaultHostKeyAlgorithms) {
+		return fmt.Errorf("%w: %s: the server offers none of the host key types known_hosts holds for %s (%s): %w",
+			ErrHostKey, d.display, knownhosts.Normalize(d.hostKeyAddr), strings.Join(d.config.HostKeyAlgorithms, ", "), err)
+	}
+	if strings.Contains(err.Error(), "unable to authenticate") {
+		tried := append([]string(nil), d.keyFiles...)
+		if agentKeys > 0 {
+			tried = append(tried, fmt.Sprintf("%d ssh-agent keys", agentKeys))
+		}
+		hint := "no usable keys"
+		if len(tried) > 0 {
+			hint = "tried " + strings.Join(tried, ", ")
+		}
+		if len(d.skipped) > 0 {
+			hint += "; skipped " + strings.Join(d.skipped, "; ")
+		}
+		return fmt.Errorf("%w: %s: %w (%s)", ErrConnect, d.display, err, hint)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrConnect, d.display, err)
+}
+
+// dedupSigners concatenates signer lists, dropping repeated public keys so
+// a key in both a file and the agent costs one server auth attempt.
+func dedupSigners(lists ...[]ssh.Signer) []ssh.Signer {
+	seen := map[string]bool{}
+	var out []ssh.Signer
+	for _, l := range lists {
+		for _, s := range l {
+			k := string(s.PublicKey().Marshal())
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// remoteCommand is the command line run on the remote host.
+func remoteCommand(remotePath string) string {
+	if remotePath == "" {
+		remotePath = "restoresync"
+	}
+	return shellQuote(remotePath) + " serve --stdio"
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything beyond a
+// conservative set of safe bytes. A leading "~/" stays unquoted so the
+// remote shell still expands it.
+func shellQuote(s string) string {
+	if rest, ok := strings.CutPrefix(s, "~/"); ok && rest != "" {
+		return "~/" + shellQuote(rest)
+	}
+	safe := s != ""
+	for i := 0; i < len(s) && safe; i++ {
+		c := s[i]
+		safe = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			strings.IndexByte("_-./=+,:@%", c) >= 0
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// sshStream is one SSH connection with one session running the agent.
+type sshStream struct {
+	display string
+	command string
+	client  *ssh.Client
+	session *ssh.Session
+	stdin   io.WriteCloser
+	stdout  io.Reader
+	stderr  *tailBuffer
+
+	readErr error // terminal read error; reader goroutine only
+
+	waitOnce sync.Once
+	waitErr  error
+
+	lost      atomic.Pointer[error] // set when keepalives went unanswered
+	closed    atomic.Bool
+	closeOnce sync.Once
+	done      chan struct{} // closed by Close
+}
+
+// Read returns the remote agent's stdout. At its end Read returns io.EOF
+// when the command exited 0, an error with the exit status and stderr
+// tail otherwise, and an error wrapping ErrConnect when the connection was
+// lost.
+func (s *sshStream) Read(p []byte) (int, error) {
+	if s.readErr != nil {
+		return 0, s.readErr
+	}
+	n, err := s.stdout.Read(p)
+	if err == io.EOF {
+		s.readErr = s.endError()
+		err = s.readErr
+	} else if err != nil {
+		err = s.ioError("read", err)
+	}
+	return n, err
+}
+
+// endError says why stdout ended: a clean exit gives io.EOF.
+func (s *sshStream) endError() error {
+	if err := s.closedError(); err != nil {
+		return err
+	}
+	s.waitOnce.Do(func() { s.waitErr = s.session.Wait() })
+	if err := s.closedError(); err != nil {
+		return err
+	}
+	var ee *ssh.ExitError
+	var me *ssh.ExitMissingError
+	switch {
+	case s.waitErr == nil:
+		return io.EOF
+	case errors.As(s.waitErr, &ee):
+		how := "status " + strconv.Itoa(ee.ExitStatus())
+		if ee.Signal() != "" {
+			how = "signal " + ee.Signal()
+		}
+		return fmt.Errorf("%s: remote command %q exited with %s%s", s.display, s.command, how, stderrSuffix(s.Stderr()))
+	case errors.As(s.waitErr, &me):
+		return fmt.Errorf("%w: %s: connection closed before the remote command exited%s", ErrConnect, s.display, stderrSuffix(s.Stderr()))
+	default:
+		return fmt.Errorf("%s: remote command %q: %w", s.display, s.command, s.waitErr)
+	}
+}
+
+// closedError reports a local Close or a keepalive timeout, else nil.
+func (s *sshStream) closedError() error {
+	if p := s.lost.Load(); p != nil {
+		return *p
+	}
+	if s.closed.Load() {
+		return fmt.Errorf("%s: %w", s.display, net.ErrClosed)
+	}
+	return nil
+}
+
+func (s *sshStream) ioError(op string, err error) error {
+	if cerr := s.closedError(); cerr != nil {
+		return cerr
+	}
+	return fmt.Errorf("%s: %s: %w", s.display, op, err)
+}
+
+// Write sends p to the remote agent's stdin.
+func (s *sshStream) Write(p []byte) (int, error) {
+	n, err := s.stdin.Write(p)
+	if err != nil {
+		err = s.ioError("write", err)
+	}
+	return n, err
+}
+
+// CloseWrite sends EOF to the remote agent's stdin.
+func (s *sshStream) CloseWrite() error {
+	if err := s.stdin.Close(); err != nil {
+		return s.ioError("close stdin", err)
+	}
+	return nil
+}
+
+// Close closes the session and the connection; safe to call more than
+// once and from any goroutine.
+func (s *sshStream) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		close(s.done)
+		s.session.Close()
+		if cerr := s.client.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
+			err = fmt.Errorf("%s: close: %w", s.display, cerr)
+		}
+	})
+	return err
+}
+
+// Stderr returns the last 4 KiB of the remote agent's stderr.
+func (s *sshStream) Stderr() string { return s.stderr.String() }
+
+// keepaliveLoop sends a keepalive@openssh.com request every interval and
+// closes the connection when keepaliveMaxMissed in a row go unanswered.
+// Any reply counts, including OpenSSH's "request failed".
+func (s *sshStream) keepaliveLoop(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	connDone := make(chan struct{})
+	go func() {
+		s.client.Wait()
+		close(connDone)
+	}()
+	var pending atomic.Int32
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-connDone:
+			return
+		case <-t.C:
+		}
+		if pending.Load() >= keepaliveMaxMissed {
+			err := fmt.Errorf("%w: %s: connection lost: no reply to %d keepalives sent %v apart",
+				ErrConnect, s.display, keepaliveMaxMissed, interval)
+			s.lost.Store(&err)
+			s.client.Close()
+			return
+		}
+		pending.Add(1)
+		// SendRequest blocks until the reply or the connection's end.
+		go func() {
+			if _, _, err := s.client.SendRequest("keepalive@openssh.com", true, nil); err == nil {
+				pending.Store(0)
+			}
+		}()
+	}
+}
+
+// stderrSuffix formats a peer's stderr tail for an error message.
+func stderrSuffix(stderr string) string {
+	stderr = strings.TrimSpace(stderr)
+	if stderr == "" {
+		return ""
+	}
+	return ": remote stderr: " + stderr
+}
+
+// tailBuffer keeps the last stderrTailBytes written to it. It is safe for
+// concurrent use.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+// Write appends p, dropping the oldest bytes beyond the limit; it never
+// fails.
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(p)
+	if len(p) >= stderrTailBytes {
+		t.buf = append(t.buf[:0], p[len(p)-stderrTailBytes:]...)
+		return n, nil
+	}
+	if over := len(t.buf) + len(p) - stderrTailBytes; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	t.buf = append(t.buf, p...)
+	return n, nil
+}
+
+// String returns the kept bytes, starting at a UTF-8 character boundary.
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.buf
+	for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+		b = b[1:]
+	}
+	return string(b)
+}
