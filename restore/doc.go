@@ -1,0 +1,24 @@
+// Package restore runs restores: it joins a source and a destination, one of
+// which may be remote, and moves the tree with the chosen method (raw: file
+// list, quick check, parallel streams). It also holds the safe writer, the
+// only code that writes into a destination tree, whichever method runs.
+//
+// Guarantees of the safe writer (Writer):
+//   - nothing is written outside the destination, and no symlink found on
+//     the destination is followed: paths are resolved with openat2
+//     (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), final components with
+//     O_NOFOLLOW / AT_SYMLINK_NOFOLLOW;
+//   - a file appears under its final name only complete and with its owner,
+//     mode and mtime already set: it is written to a temporary name in its
+//     directory (".restoresync-<hash>.tmp"), its metadata is set on the open
+//     descriptor, then it is renamed into place;
+//   - directory modes and mtimes are set after their contents, deepest
+//     first; symlinks, hardlinks, empty files and empty directories are
+//     recreated as such.
+//
+// What an interruption leaves behind: completed files in place, possibly
+// temporary files, and directories with mode 0700 and the current time as
+// mtime. A rerun skips the completed files (quick check: same size and
+// mtime), truncates and reuses the temporary files it needs, removes the
+// stale ones and sets every directory's metadata.
+package restore

@@ -1,0 +1,22 @@
+// Package transfer moves file lists and file contents between the two ends
+// of a restore: the SSH transports (the built-in x/crypto/ssh client, an
+// external command like rsync's -e, and the read-only "serve --listen"
+// endpoint), the wire protocol, the codecs, and the in-process pipes used
+// for tests.
+//
+// A restore opens several streams, each its own SSH connection running
+// "restoresync serve --stdio" on the far side. Each stream starts with a
+// versioned JSON handshake (Hello) that names the server's role (sender for
+// a pull, receiver for a push), the path and the codec. After it, each
+// direction is a sequence of frames (frame.go), each compressed on its own
+// and naming its codec, carrying the messages of proto.go: file lists,
+// batches of items and their data, plans, commits.
+//
+// Everything read from a peer is validated before use: frame sizes are
+// bounded (so is the memory a hostile peer can make us use), paths must be
+// clean and relative (treewalk.ValidPath), counts and ranges must fit.
+//
+// An interrupted stream leaves nothing behind on its own: writing is the
+// business of restore's safe writer, which the server side calls through
+// Sink.
+package transfer
