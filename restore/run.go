@@ -67,7 +67,7 @@ type Options struct {
 	// write buffer).
 	Writer WriterOptions
 	// ReadBufferBytes is the size of each stream's disk read buffer on the
-	// sending side when it is local; 0 means 256 KiB.
+	// sending side, local or remote; 0 means 256 KiB.
 	ReadBufferBytes int
 	// SSH says how to reach the remote side.
 	SSH transfer.SSHOptions
@@ -181,6 +181,7 @@ func dialAll(ctx context.Context, o Options, loc transfer.Location, h transfer.H
 		return nil, err
 	}
 	h.Version = o.Version
+	h.ReadBufferBytes = o.ReadBufferBytes
 	h.Compression = o.Compression.String()
 	c := make(conns, o.Jobs)
 	g, gctx := errgroup.WithContext(ctx)

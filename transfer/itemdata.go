@@ -31,7 +31,8 @@ type ItemSource interface {
 var ErrSizeMismatch = errors.New("data length differs from the file list")
 
 // sendItemData writes one item's data as chunks and an end tag, or an error
-// tag if the source fails. It returns only wire errors; the source's error
+// tag if the source fails. buf is the disk read buffer (any size; chunks on
+// the wire stay at most chunkBytes). It returns only wire errors; the source's error
 // is returned as itemErr.
 func sendItemData(ctx context.Context, enc *encoder, src ItemSource, it *Item, buf []byte) (itemErr error) {
 	r, err := src.Open(ctx, it)
@@ -44,11 +45,13 @@ func sendItemData(ctx context.Context, enc *encoder, src ItemSource, it *Item, b
 	var sent int64
 	for sent < it.Length {
 		n, err := io.ReadFull(r, buf[:min(int64(len(buf)), it.Length-sent)])
-		if n > 0 {
+		for data := buf[:n]; len(data) > 0; { // chunks of at most chunkBytes
+			k := min(len(data), chunkBytes)
 			enc.byte(tagChunk)
-			enc.bytes(buf[:n])
-			sent += int64(n)
+			enc.bytes(data[:k])
+			data = data[k:]
 		}
+		sent += int64(n)
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			err = fmt.Errorf("%w: file shrank to %d bytes while being read (expected %d)", ErrSizeMismatch, sent, it.Length)
 		}
@@ -145,6 +148,7 @@ func (r *itemReader) drain() error {
 		if r.chunk > 0 {
 			n, err := io.CopyN(io.Discard, r.d.fr, r.chunk)
 			r.chunk -= n
+			r.left -= n
 			if err != nil {
 				r.fatal = unexpected(err)
 			}

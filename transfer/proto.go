@@ -40,7 +40,13 @@ type Hello struct {
 	// Receiver carries the receiver's options (owner mapping, block size)
 	// for RoleReceiver; transfer passes it to ServerConfig.NewSink unread.
 	Receiver json.RawMessage `json:"receiver,omitempty"`
+	// ReadBufferBytes is the disk read buffer the server uses as a sender
+	// (--read-buffer); 0 means chunkBytes. Capped at maxReadBuffer.
+	ReadBufferBytes int `json:"read_buffer,omitempty"`
 }
+
+// maxReadBuffer caps a client's --read-buffer request on the server.
+const maxReadBuffer = 64 << 20
 
 // helloReply is the server's half of the handshake.
 type helloReply struct {

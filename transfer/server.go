@@ -178,7 +178,11 @@ func (s *server) openSource() (*LocalSource, error) {
 }
 
 func (s *server) loop(ctx context.Context) error {
-	buf := make([]byte, chunkBytes)
+	rb := s.hello.ReadBufferBytes
+	if rb <= 0 {
+		rb = chunkBytes
+	}
+	buf := make([]byte, min(max(rb, 4<<10), maxReadBuffer))
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
