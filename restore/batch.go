@@ -25,8 +25,8 @@ type batch struct {
 }
 
 // makeBatches plans the data transfer of the needed entries. Big work comes
-// first (largest first), so that the streams finish together instead of one
-// ending with a big file while the others idle.
+// first (largest files first), so that the streams finish together instead
+// of one ending with a big file while the others idle.
 func makeBatches(entries []treewalk.Entry, need []int, blockSize int64) []*batch {
 	var big, small []*batch
 	cur := &batch{}
@@ -52,6 +52,12 @@ func makeBatches(entries []treewalk.Entry, need []int, blockSize int64) []*batch
 	if len(cur.items) > 0 {
 		small = append(small, cur)
 	}
-	slices.SortStableFunc(big, func(a, b *batch) int { return cmp.Compare(b.bytes, a.bytes) })
+	// Largest files first; the blocks of one file stay together, in order,
+	// so that each split file completes (and is put in place) as early as
+	// possible and an interruption loses little.
+	slices.SortStableFunc(big, func(a, b *batch) int {
+		x, y := &a.items[0], &b.items[0]
+		return cmp.Or(cmp.Compare(y.Entry.Size, x.Entry.Size), cmp.Compare(x.Entry.Path, y.Entry.Path), cmp.Compare(x.Offset, y.Offset))
+	})
 	return append(big, small...)
 }

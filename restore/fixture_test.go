@@ -178,7 +178,7 @@ func accountFixture() TestDir {
 		"fifo":   TestFifo{},
 		"logs":   TestDir{"access.log": TestFile{Content: strings.Repeat("127.0.0.1 - - [17/May/2024] \"GET / HTTP/1.1\" 200 512\n", 2000)}},
 		"backups": TestDir{
-			"db.sql":     TestFile{Content: strings.Repeat("INSERT INTO wp_posts VALUES (1,'hello world');\n", 5000)},
+			"db.sql":      TestFile{Content: strings.Repeat("INSERT INTO wp_posts VALUES (1,'hello world');\n", 5000)},
 			"db-link.sql": TestHardlink{To: "backups/db.sql"},
 		},
 	}

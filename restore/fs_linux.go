@@ -155,4 +155,3 @@ func renameReplacing(dirfd int, from, to string) error {
 func isTempName(name string) bool {
 	return strings.HasPrefix(name, tempPrefix) && strings.HasSuffix(name, tempSuffix)
 }
-

@@ -129,13 +129,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 func openSession(ctx context.Context, o Options, src, dst transfer.Location) (session, error) {
 	switch {
 	case src.Remote():
-		w, err := NewWriter(dst.Path, o.Writer)
+		// Dial first: a restore that cannot start must not create DST.
+		c, err := dialAll(ctx, o, src, transfer.Hello{Role: transfer.RoleSender, Path: src.Path})
 		if err != nil {
 			return nil, err
 		}
-		c, err := dialAll(ctx, o, src, transfer.Hello{Role: transfer.RoleSender, Path: src.Path})
+		w, err := NewWriter(dst.Path, o.Writer)
 		if err != nil {
-			w.Close()
+			c.close(true)
 			return nil, err
 		}
 		return &pullSession{c: c, w: w}, nil

@@ -71,8 +71,10 @@ func (s *localSession) runStream(ctx context.Context, i int, batches <-chan *bat
 	return nil
 }
 
-func (s *localSession) commit(ctx context.Context, e *treewalk.Entry) error { return s.w.Commit(ctx, e) }
-func (s *localSession) deferCommits() bool                                   { return false }
+func (s *localSession) commit(ctx context.Context, e *treewalk.Entry) error {
+	return s.w.Commit(ctx, e)
+}
+func (s *localSession) deferCommits() bool { return false }
 
 func (s *localSession) finish(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
 	return s.w.Finish(ctx, entries)

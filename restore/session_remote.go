@@ -102,7 +102,7 @@ func (s *pullSession) runStream(ctx context.Context, i int, batches <-chan *batc
 }
 
 func (s *pullSession) commit(ctx context.Context, e *treewalk.Entry) error { return s.w.Commit(ctx, e) }
-func (s *pullSession) deferCommits() bool                                   { return false }
+func (s *pullSession) deferCommits() bool                                  { return false }
 
 func (s *pullSession) finish(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
 	return s.w.Finish(ctx, entries)

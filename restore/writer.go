@@ -176,10 +176,12 @@ func (w *Writer) WriteItem(ctx context.Context, it *transfer.Item, r io.Reader) 
 		err = w.applyMeta(fd, &it.Entry)
 	}
 	if cerr := f.Close(); err == nil && cerr != nil {
-		err = cerr
+		err = fmt.Errorf("close: %w", cerr)
 	}
 	if err == nil && !it.Split {
-		err = renameReplacing(dirfd, tmp, base)
+		if err = renameReplacing(dirfd, tmp, base); err != nil {
+			err = fmt.Errorf("rename into place: %w", err)
+		}
 	}
 	if err != nil && !it.Split {
 		unix.Unlinkat(dirfd, tmp, 0)
@@ -234,7 +236,9 @@ func (w *Writer) Commit(ctx context.Context, e *treewalk.Entry) error {
 		err = cerr
 	}
 	if err == nil {
-		err = renameReplacing(dirfd, tmp, base)
+		if err = renameReplacing(dirfd, tmp, base); err != nil {
+			err = fmt.Errorf("rename into place: %w", err)
+		}
 	}
 	if err != nil {
 		unix.Unlinkat(dirfd, tmp, 0)

@@ -62,6 +62,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	code := exitCode(ctx, err)
+	if code == exitSignal {
+		err = errors.New("interrupted by signal; rerun the same command to complete the restore")
+	}
 	if code != exitPartial || !errors.As(err, new(*exitError)) || err.Error() != "" {
 		fmt.Fprintf(stderr, "restoresync: %v\n", err)
 	}

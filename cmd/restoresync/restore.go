@@ -117,7 +117,14 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 		return err
 	}
 	if len(rep.Errors) > 0 {
-		return &exitError{exitPartial, fmt.Errorf("some files could not be restored (%d errors)", len(rep.Errors))}
+		return &exitError{exitPartial, fmt.Errorf("some files could not be restored (%d %s)", len(rep.Errors), plural(len(rep.Errors), "error", "errors"))}
 	}
 	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
