@@ -1,12 +1,13 @@
 package restore
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/restoresync/restoresync/treewalk"
 )
 
 // Low-level, symlink-proof file operations beneath a destination directory
@@ -15,53 +16,10 @@ import (
 // operation fail (ELOOP) instead of being followed; the final component is
 // then handled with *at calls and O_NOFOLLOW / AT_SYMLINK_NOFOLLOW.
 
-// errSymlinkInPath explains ELOOP from a beneath-resolution.
-var errSymlinkInPath = errors.New("a symlink on the destination is in the way (not followed)")
-
-var openat2Missing bool // kernel without openat2 (Linux < 5.6): walk components
-
 // openDirBeneath opens the directory rel (slash-separated, "." for the root)
 // beneath rootFd without following any symlink. The caller closes the fd.
 func openDirBeneath(rootFd int, rel string) (int, error) {
-	if !openat2Missing {
-		fd, err := unix.Openat2(rootFd, rel, &unix.OpenHow{
-			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-		})
-		if err == unix.ENOSYS {
-			openat2Missing = true
-		} else {
-			return fd, mapResolveErr(err)
-		}
-	}
-	fd, err := unix.Dup(rootFd)
-	if err != nil {
-		return -1, err
-	}
-	if rel == "." {
-		return fd, nil
-	}
-	for _, c := range strings.Split(rel, "/") {
-		next, err := unix.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Close(fd)
-		if err != nil {
-			return -1, mapResolveErr(err)
-		}
-		fd = next
-	}
-	return fd, nil
-}
-
-func mapResolveErr(err error) error {
-	switch err {
-	case nil:
-		return nil
-	case unix.ELOOP, unix.ENOTDIR:
-		return fmt.Errorf("%w: %w", errSymlinkInPath, err)
-	case unix.EXDEV:
-		return fmt.Errorf("path escapes the destination: %w", err)
-	}
-	return err
+	return treewalk.OpenBeneath(rootFd, rel, unix.O_RDONLY|unix.O_DIRECTORY)
 }
 
 // futimens sets fd's mtime to ns nanoseconds since the epoch, leaving atime.

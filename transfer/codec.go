@@ -161,8 +161,12 @@ func decompress(c Codec, dst, src []byte) error {
 		if _, err := io.ReadFull(zr, dst); err != nil {
 			return fmt.Errorf("gzip: %w", err)
 		}
-		if n, _ := zr.Read(make([]byte, 1)); n != 0 {
+		n, err := zr.Read(make([]byte, 1))
+		if n != 0 {
 			return fmt.Errorf("gzip frame decodes to more than announced %d bytes", len(dst))
+		}
+		if err != io.EOF { // the trailer's CRC-32 and size are checked at the end
+			return fmt.Errorf("gzip: %w", err)
 		}
 		return nil
 	}

@@ -78,12 +78,12 @@ func Handshake(ctx context.Context, s Stream, h Hello) (*Conn, error) {
 		}
 		return nil, withStderr(s, err)
 	}
-	if rep.Error != "" {
-		return nil, &RemoteError{Msg: rep.Error}
-	}
 	if rep.Proto != ProtocolVersion {
 		return nil, fmt.Errorf("%w: the remote agent (restoresync %s) speaks protocol %d, this client (restoresync %s) speaks %d: install the same version on both hosts",
 			ErrProtocol, rep.Version, rep.Proto, h.Version, ProtocolVersion)
+	}
+	if rep.Error != "" {
+		return nil, &RemoteError{Msg: rep.Error}
 	}
 	if !slices.Contains(rep.Codecs, comp.Codec.String()) {
 		return nil, fmt.Errorf("%w: the remote agent (restoresync %s) does not support codec %s (it has %v)", ErrProtocol, rep.Version, comp.Codec, rep.Codecs)

@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -225,12 +226,25 @@ func readFrame(r *bufio.Reader, enc *[]byte) (*[]byte, error) {
 	return b, nil
 }
 
+// unexpected maps the errors of reading inside a frame or message: an EOF
+// there is io.ErrUnexpectedEOF, and a varint longer than 64 bits is a
+// protocol error.
 func unexpected(err error) error {
-	if err == io.EOF {
+	switch err {
+	case io.EOF:
 		return io.ErrUnexpectedEOF
+	case errVarintOverflow:
+		return fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
 	return err
 }
+
+// errVarintOverflow is encoding/binary's (unexported) error for a varint
+// that does not fit 64 bits.
+var errVarintOverflow = func() error {
+	_, err := binary.ReadUvarint(bytes.NewReader(bytes.Repeat([]byte{0xff}, 11)))
+	return err
+}()
 
 func (fr *frameReader) next() error {
 	if fr.err != nil {

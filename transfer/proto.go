@@ -337,7 +337,10 @@ func (d *decoder) entry() (treewalk.Entry, error) {
 			return fail(fmt.Errorf("%w: entry %q: bad hardlink target %q", ErrProtocol, en.Path, en.LinkTo))
 		}
 	}
-	if (en.Kind == treewalk.KindSymlink) != (en.LinkTarget != "") {
+	if en.Kind == treewalk.KindSymlink && en.LinkTarget == "" {
+		return fail(fmt.Errorf("%w: entry %q: symlink without a target", ErrProtocol, en.Path))
+	}
+	if en.Kind != treewalk.KindSymlink && en.LinkTarget != "" {
 		return fail(fmt.Errorf("%w: entry %q: symlink target on a %s", ErrProtocol, en.Path, en.Kind))
 	}
 	if en.Rdev, err = d.uvarint(); err != nil {
@@ -351,7 +354,7 @@ func (d *decoder) entries() ([]treewalk.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]treewalk.Entry, 0, min(n, 1<<16))
+	out := make([]treewalk.Entry, 0, min(n, 1<<10)) // grows as entries prove the count
 	for range n {
 		e, err := d.entry()
 		if err != nil {
@@ -396,7 +399,7 @@ func (d *decoder) items() ([]Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Item, 0, min(n, 1<<12))
+	out := make([]Item, 0, min(n, 1<<10))
 	for range n {
 		it, err := d.item()
 		if err != nil {

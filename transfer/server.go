@@ -174,7 +174,7 @@ func (s *server) openSource() (*LocalSource, error) {
 		}
 		return nil, fmt.Errorf("open %s: %w", s.hello.Path, err)
 	}
-	return NewLocalSource(sub), nil
+	return NewLocalSource(sub)
 }
 
 func (s *server) loop(ctx context.Context) error {

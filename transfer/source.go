@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/restoresync/restoresync/treewalk"
 )
@@ -15,6 +16,7 @@ import (
 // outside the tree is read. It is safe for concurrent use.
 type LocalSource struct {
 	root *os.Root
+	dir  *os.File // the root directory, for OpenBeneath
 	// ReadBufferBytes is the size of the buffer each Open's reader uses
 	// for disk reads; 0 means 256 KiB.
 	ReadBufferBytes int
@@ -26,11 +28,18 @@ func OpenLocalSource(dir string) (*LocalSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open source %s: %w", dir, err)
 	}
-	return &LocalSource{root: r}, nil
+	return NewLocalSource(r)
 }
 
 // NewLocalSource wraps an already opened root; closing the source closes it.
-func NewLocalSource(r *os.Root) *LocalSource { return &LocalSource{root: r} }
+func NewLocalSource(r *os.Root) (*LocalSource, error) {
+	d, err := r.Open(".")
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("open source %s: %w", r.Name(), err)
+	}
+	return &LocalSource{root: r, dir: d}, nil
+}
 
 // List walks the tree (treewalk.WalkRoot).
 func (s *LocalSource) List(ctx context.Context) (treewalk.List, error) {
@@ -38,13 +47,15 @@ func (s *LocalSource) List(ctx context.Context) (treewalk.List, error) {
 }
 
 // Open returns a reader of it.Length bytes at it.Offset of the regular file
-// it.Entry.Path. A path that is not a regular file any more (a symlink
-// planted since the walk, say) is refused.
+// it.Entry.Path. The path is resolved without following any symlink (one
+// planted since the walk makes the item fail instead of sending another
+// file's contents), and what it names must still be a regular file.
 func (s *LocalSource) Open(ctx context.Context, it *Item) (io.ReadCloser, error) {
-	f, err := s.root.OpenFile(it.Entry.Path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	fd, err := treewalk.OpenBeneath(int(s.dir.Fd()), it.Entry.Path, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
+	f := os.NewFile(uintptr(fd), it.Entry.Path)
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -58,7 +69,10 @@ func (s *LocalSource) Open(ctx context.Context, it *Item) (io.ReadCloser, error)
 }
 
 // Close releases the tree's root.
-func (s *LocalSource) Close() error { return s.root.Close() }
+func (s *LocalSource) Close() error {
+	s.dir.Close()
+	return s.root.Close()
+}
 
 type rangeReader struct {
 	f *os.File

@@ -2,7 +2,6 @@ package treewalk
 
 import (
 	"os/user"
-	"slices"
 	"strconv"
 )
 
@@ -39,5 +38,3 @@ func (c *nameCache) group(id uint32) string {
 	c.groups[id] = n
 	return n
 }
-
-func sortStrings(s []string) { slices.Sort(s) }

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
-	"syscall"
+	"slices"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrNotDir is returned by Walk when the root is not a directory.
@@ -59,16 +60,23 @@ func Walk(ctx context.Context, root string) (List, error) {
 }
 
 // WalkRoot is Walk on an already opened root (for a server that confines
-// clients beneath a directory). Errors name r.Name().
+// clients beneath a directory). Every directory is opened with OpenBeneath
+// and every entry is stat'ed relative to its directory's descriptor, so a
+// symlink planted during the walk is listed as a symlink, never followed.
+// Errors name r.Name().
 func WalkRoot(ctx context.Context, r *os.Root) (List, error) {
-	root := r.Name()
-	w := &walker{root: r, names: newNameCache(), links: map[devIno]string{}}
-	rootInfo, err := r.Lstat(".")
+	d, err := r.Open(".")
 	if err != nil {
-		return List{}, fmt.Errorf("walk %s: %w", root, err)
+		return List{}, fmt.Errorf("walk %s: %w", r.Name(), err)
 	}
-	if err := w.add(".", rootInfo); err != nil {
-		return List{}, err
+	defer d.Close()
+	w := &walker{rootFd: int(d.Fd()), names: newNameCache(), links: map[devIno]string{}}
+	var st unix.Stat_t
+	if err := unix.Fstat(w.rootFd, &st); err != nil {
+		return List{}, fmt.Errorf("walk %s: %w", r.Name(), err)
+	}
+	if err := w.add(".", &st, -1); err != nil {
+		return List{}, fmt.Errorf("walk %s: %w", r.Name(), err)
 	}
 	if err := w.dir(ctx, "."); err != nil {
 		return List{}, err
@@ -79,10 +87,10 @@ func WalkRoot(ctx context.Context, r *os.Root) (List, error) {
 type devIno struct{ dev, ino uint64 }
 
 type walker struct {
-	root  *os.Root
-	names *nameCache
-	links map[devIno]string
-	list  List
+	rootFd int
+	names  *nameCache
+	links  map[devIno]string
+	list   List
 }
 
 func (w *walker) fail(p string, err error) {
@@ -94,33 +102,35 @@ func (w *walker) dir(ctx context.Context, p string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	f, err := w.root.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_DIRECTORY, 0)
+	fd, err := OpenBeneath(w.rootFd, p, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		w.fail(p, err)
 		return nil
 	}
+	f := os.NewFile(uintptr(fd), p)
 	names, err := f.Readdirnames(-1)
-	f.Close()
 	if err != nil {
+		f.Close()
 		w.fail(p, err)
 		return nil
 	}
-	sortStrings(names)
+	slices.Sort(names)
+	defer f.Close() // open while the subtree is walked: one descriptor per level
 	for _, name := range names {
 		child := name
 		if p != "." {
-			child = path.Join(p, name)
+			child = p + "/" + name
 		}
-		fi, err := w.root.Lstat(child)
-		if err != nil {
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			w.fail(child, err)
 			continue
 		}
-		if err := w.add(child, fi); err != nil {
+		if err := w.add(child, &st, fd); err != nil {
 			w.fail(child, err)
 			continue
 		}
-		if fi.IsDir() {
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			if err := w.dir(ctx, child); err != nil {
 				return err
 			}
@@ -129,53 +139,64 @@ func (w *walker) dir(ctx context.Context, p string) error {
 	return nil
 }
 
-// add appends the entry for p, described by fi.
-func (w *walker) add(p string, fi fs.FileInfo) error {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fmt.Errorf("no stat data for %s", p)
-	}
+// add appends the entry for p, described by st; dirfd is p's directory
+// (for reading a symlink), or -1 for the root.
+func (w *walker) add(p string, st *unix.Stat_t, dirfd int) error {
 	e := Entry{
 		Path:    p,
-		Mode:    uint32(st.Mode) & 07777,
+		Mode:    st.Mode & 07777,
 		Uid:     st.Uid,
 		Gid:     st.Gid,
 		User:    w.names.user(st.Uid),
 		Group:   w.names.group(st.Gid),
 		MtimeNs: st.Mtim.Nano(),
 	}
-	switch st.Mode & syscall.S_IFMT {
-	case syscall.S_IFREG:
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
 		e.Kind = KindFile
 		e.Size = st.Size
 		if st.Nlink > 1 {
-			key := devIno{uint64(st.Dev), st.Ino}
+			key := devIno{st.Dev, st.Ino}
 			if leader, ok := w.links[key]; ok {
 				e.LinkTo = leader
 			} else {
 				w.links[key] = p
 			}
 		}
-	case syscall.S_IFDIR:
+	case unix.S_IFDIR:
 		e.Kind = KindDir
-	case syscall.S_IFLNK:
+	case unix.S_IFLNK:
 		e.Kind = KindSymlink
-		target, err := w.root.Readlink(p)
+		target, err := readlinkAt(dirfd, path.Base(p))
 		if err != nil {
 			return err
 		}
 		e.LinkTarget = target
-	case syscall.S_IFIFO:
+	case unix.S_IFIFO:
 		e.Kind = KindFifo
-	case syscall.S_IFCHR:
+	case unix.S_IFCHR:
 		e.Kind = KindCharDev
-		e.Rdev = uint64(st.Rdev)
-	case syscall.S_IFBLK:
+		e.Rdev = st.Rdev
+	case unix.S_IFBLK:
 		e.Kind = KindBlkDev
-		e.Rdev = uint64(st.Rdev)
+		e.Rdev = st.Rdev
 	default: // sockets and anything unknown
 		return nil
 	}
 	w.list.Entries = append(w.list.Entries, e)
 	return nil
+}
+
+// readlinkAt reads the target of the symlink name in dirfd.
+func readlinkAt(dirfd int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dirfd, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
 }

@@ -1,0 +1,230 @@
+package transfer
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"runtime/metrics"
+	"testing"
+
+	"github.com/restoresync/restoresync/treewalk"
+)
+
+// checkWireError fails t unless err is what a reader of untrusted bytes may
+// return: a protocol error or a truncated stream.
+func checkWireError(t *testing.T, what string, err error) {
+	t.Helper()
+	switch {
+	case err == nil, err == io.EOF, errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, ErrProtocol):
+	default:
+		t.Fatalf("%s: error %q (%T) is neither a protocol nor an EOF error", what, err, err)
+	}
+}
+
+// frameSeeds are valid frame streams from the real writer, one per codec,
+// plus hand-made edge cases.
+func frameSeeds(t testing.TB) [][]byte {
+	var seeds [][]byte
+	for _, c := range []Compression{{CodecNone, 0}, {CodecLZ4, 0}, {CodecLZ4, 9}, {CodecZstd, 1}, {CodecGzip, 1}} {
+		seeds = append(seeds, encodeFrames(t, c, [][]byte{textBytes(1, 400), []byte("tail")}, 0))
+	}
+	seeds = append(seeds,
+		encodeFrames(t, DefaultCompression, [][]byte{randomBytes(2, 200)}),
+		nil,
+		rawFrame(0, 1, 1, []byte{'x'}),
+		rawFrame(2, 1<<20, 3, []byte{1, 2, 3}),
+	)
+	return seeds
+}
+
+func FuzzFrames(f *testing.F) {
+	for _, s := range frameSeeds(f) {
+		f.Add(s)
+	}
+	allocs := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	allocated := func() uint64 { metrics.Read(allocs); return allocs[0].Value.Uint64() }
+	f.Fuzz(func(t *testing.T, wire []byte) {
+		before := allocated()
+		fr := newFrameReader(bufio.NewReader(bytes.NewReader(wire)))
+		defer drainFrames(fr)
+		frames, decoded := 0, 0
+		var err error
+		for err = fr.next(); err == nil; err = fr.next() {
+			frames++
+			n := len(*fr.cur)
+			if n == 0 || n > maxFrameRaw {
+				t.Fatalf("frame %d decoded to %d bytes", frames, n)
+			}
+			decoded += n
+		}
+		if err != io.EOF {
+			checkWireError(t, "frame reader", err)
+		}
+		// Each frame costs at most its decoded buffer, its encoded buffer
+		// and a decoder's working memory, all bounded by the frame limits.
+		// (runtime/metrics rather than ReadMemStats, which stops the world
+		// and would slow the fuzzer tenfold.)
+		if got, limit := allocated()-before, uint64(frames+1)*8<<20; got > limit {
+			t.Fatalf("%d frames of %d wire bytes allocated %d bytes", frames, len(wire), got)
+		}
+	})
+}
+
+// Operations of FuzzMessages, chosen by the first byte of the input.
+const (
+	fuzzEntries = iota
+	fuzzItems
+	fuzzPathErrors
+	fuzzItemData
+	fuzzOps
+)
+
+// messageSeeds are valid message streams from the real encoder, each led by
+// the FuzzMessages operation that reads it.
+func messageSeeds(t testing.TB) [][]byte {
+	entries := sampleEntries()
+	items := sampleItems(entries)
+	seed := func(op byte, fn func(e *encoder)) []byte {
+		return append([]byte{op}, messageBytes(t, fn)...)
+	}
+	return [][]byte{
+		seed(fuzzEntries, func(e *encoder) { e.entries(entries) }),
+		seed(fuzzEntries, func(e *encoder) { e.entries(nil) }),
+		seed(fuzzItems, func(e *encoder) { e.items(items) }),
+		seed(fuzzPathErrors, func(e *encoder) {
+			e.pathErrors([]*treewalk.PathError{{Path: "wp-content/cache", Err: errors.New("permission denied")}, {Path: ".", Err: io.ErrUnexpectedEOF}})
+		}),
+		seed(fuzzItemData, func(e *encoder) {
+			e.uvarint(5) // length of the first item
+			e.byte(tagChunk)
+			e.str("hel")
+			e.byte(tagChunk)
+			e.str("lo")
+			e.byte(tagEnd)
+			e.uvarint(3)
+			e.byte(tagErr)
+			e.str("open wp-config.php: permission denied")
+			e.uvarint(0)
+			e.byte(tagEnd)
+		}),
+	}
+}
+
+func FuzzMessages(f *testing.F) {
+	for _, s := range messageSeeds(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) == 0 {
+			return
+		}
+		op, msgs := in[0]%fuzzOps, in[1:]
+		// Small frames, so that fields straddle frame boundaries.
+		d, stop := messageDecoder(msgs, 61)
+		defer stop()
+		switch op {
+		case fuzzEntries:
+			list, err := d.entries()
+			checkWireError(t, "entries", err)
+			for i := range list {
+				checkDecodedEntry(t, &list[i])
+			}
+			if err == nil {
+				again, err := decodeMessages(t, func(e *encoder) { e.entries(list) }, func(d *decoder) (any, error) { return d.entries() })
+				if err != nil || !equalEntries(again.([]treewalk.Entry), list) {
+					t.Fatalf("entries do not survive re-encoding: %v", err)
+				}
+			}
+		case fuzzItems:
+			items, err := d.items()
+			checkWireError(t, "items", err)
+			for i := range items {
+				it := &items[i]
+				checkDecodedEntry(t, &it.Entry)
+				if !it.Entry.HasData() || it.Offset < 0 || it.Length < 0 || it.Offset+it.Length > it.Entry.Size ||
+					(!it.Split && it.Length != it.Entry.Size) {
+					t.Fatalf("item %q: accepted range %d+%d of a %d-byte %s", it.Entry.Path, it.Offset, it.Length, it.Entry.Size, it.Entry.Kind)
+				}
+			}
+		case fuzzPathErrors:
+			errs, err := d.pathErrors()
+			checkWireError(t, "pathErrors", err)
+			for _, pe := range errs {
+				var re *RemoteError
+				if !errors.As(pe, &re) {
+					t.Fatalf("path error %q is not a RemoteError", pe)
+				}
+			}
+		case fuzzItemData:
+			for range 4 {
+				n, err := d.uvarint()
+				if err != nil {
+					checkWireError(t, "item length", err)
+					return
+				}
+				if n > 1<<40 {
+					return
+				}
+				it := &Item{Entry: treewalk.Entry{Path: "f", Kind: treewalk.KindFile, Size: int64(n)}, Length: int64(n)}
+				w := &limitCheckWriter{}
+				itemErr, fatal := recvItemData(context.Background(), d, w, it)
+				if w.n > it.Length {
+					t.Fatalf("item of %d bytes yielded %d", it.Length, w.n)
+				}
+				if fatal != nil {
+					checkWireError(t, "item data", fatal)
+					return
+				}
+				if itemErr == nil && (w.n != it.Length || !w.eof) {
+					t.Fatalf("item of %d bytes succeeded after %d bytes (EOF seen: %v)", it.Length, w.n, w.eof)
+				}
+				if w.eof && w.n != it.Length {
+					t.Fatalf("item of %d bytes reached EOF after %d bytes", it.Length, w.n)
+				}
+				var re *RemoteError
+				if itemErr != nil && !errors.Is(itemErr, ErrSizeMismatch) && !errors.As(itemErr, &re) {
+					t.Fatalf("item error %q is neither a size mismatch nor the sender's", itemErr)
+				}
+			}
+		}
+	})
+}
+
+// checkDecodedEntry checks what the decoder promises about an entry it
+// accepted.
+func checkDecodedEntry(t *testing.T, e *treewalk.Entry) {
+	t.Helper()
+	if err := treewalk.ValidPath(e.Path); err != nil {
+		t.Fatalf("accepted entry with path %q: %v", e.Path, err)
+	}
+	if e.LinkTo != "" && (treewalk.ValidPath(e.LinkTo) != nil || e.LinkTo == "." || e.Kind != treewalk.KindFile) {
+		t.Fatalf("accepted entry %q with hardlink target %q", e.Path, e.LinkTo)
+	}
+	if e.Kind < treewalk.KindFile || e.Kind > treewalk.KindBlkDev || e.Mode > 07777 || e.Size < 0 ||
+		(e.Kind != treewalk.KindFile && e.Size != 0) || (e.Kind == treewalk.KindSymlink) != (e.LinkTarget != "") {
+		t.Fatalf("accepted entry %+v", *e)
+	}
+}
+
+// limitCheckWriter reads an item in small pieces and counts its bytes.
+type limitCheckWriter struct {
+	n   int64
+	eof bool
+}
+
+func (w *limitCheckWriter) WriteItem(ctx context.Context, it *Item, r io.Reader) error {
+	var buf [97]byte
+	for {
+		n, err := r.Read(buf[:])
+		w.n += int64(n)
+		if err == io.EOF {
+			w.eof = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}

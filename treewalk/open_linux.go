@@ -1,0 +1,79 @@
+package treewalk
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrSymlinkInPath is returned by OpenBeneath when a component of the path,
+// the last one included, is a symlink: it is not followed.
+var ErrSymlinkInPath = errors.New("a symlink is in the way (not followed)")
+
+// ErrEscapes is returned by OpenBeneath for a path that would leave the
+// directory it is resolved beneath.
+var ErrEscapes = errors.New("path escapes the tree")
+
+var openat2Missing bool // set once on kernels without openat2 (Linux < 5.6)
+
+// OpenBeneath opens rel (slash-separated, "." for the directory itself)
+// beneath the directory open at dirfd, with open(2) flags, without following
+// any symlink on the way or at the end and without leaving that directory:
+// openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, or, on kernels before
+// 5.6, one openat with O_NOFOLLOW per component. It returns a new descriptor
+// (O_CLOEXEC) that the caller closes. Errors: ErrSymlinkInPath, ErrEscapes
+// (both wrapped with the system error), or the system error. Safe for
+// concurrent use.
+func OpenBeneath(dirfd int, rel string, flags int) (int, error) {
+	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if !openat2Missing {
+		fd, err := unix.Openat2(dirfd, rel, &unix.OpenHow{
+			Flags:   uint64(flags),
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err != unix.ENOSYS {
+			return fd, resolveError(err)
+		}
+		openat2Missing = true
+	}
+	if rel == "." {
+		return unix.Openat(dirfd, ".", flags, 0)
+	}
+	parts := strings.Split(rel, "/")
+	fd := dirfd
+	for i, c := range parts {
+		if c == ".." || c == "" || c == "." {
+			if fd != dirfd {
+				unix.Close(fd)
+			}
+			return -1, fmt.Errorf("%w: %q", ErrEscapes, rel)
+		}
+		f := unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		if i == len(parts)-1 {
+			f = flags
+		}
+		next, err := unix.Openat(fd, c, f, 0)
+		if fd != dirfd {
+			unix.Close(fd)
+		}
+		if err != nil {
+			return -1, resolveError(err)
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+func resolveError(err error) error {
+	switch err {
+	case nil:
+		return nil
+	case unix.ELOOP:
+		return fmt.Errorf("%w: %w", ErrSymlinkInPath, err)
+	case unix.EXDEV:
+		return fmt.Errorf("%w: %w", ErrEscapes, err)
+	}
+	return err
+}
