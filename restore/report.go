@@ -5,7 +5,9 @@ import "fmt"
 // Report is the outcome of a restore, printed as the summary line or, with
 // --json, as one JSON object.
 type Report struct {
-	Method      string `json:"method"`
+	// Method is the restore method that ran ("raw").
+	Method string `json:"method"`
+	// Compression is the codec and level, in --compress form ("zstd:1").
 	Compression string `json:"compression"`
 	// Jobs is the number of parallel streams used.
 	Jobs int `json:"jobs"`
@@ -33,7 +35,9 @@ type Report struct {
 
 // FileError is one entry that failed.
 type FileError struct {
-	Path  string `json:"path"`
+	// Path is relative to the restore's root, slash-separated.
+	Path string `json:"path"`
+	// Error says what went wrong.
 	Error string `json:"error"`
 }
 

@@ -55,7 +55,9 @@ func CodecNames() []string { return append([]string(nil), codecNames...) }
 // Level 0 means the codec's default: zstd 1 (fastest), gzip 1, lz4 fast
 // (non-HC). The zero value is no compression. It implements pflag.Value.
 type Compression struct {
+	// Codec is the compression format.
 	Codec Codec
+	// Level is the codec's level; 0 is its default.
 	Level int
 }
 

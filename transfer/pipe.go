@@ -56,6 +56,7 @@ func (p *pipeStream) Stderr() string {
 // PipeDialer is a Dialer whose streams go to Serve in this process (see
 // PipeStream); the host of the location is ignored. Safe for concurrent use.
 type PipeDialer struct {
+	// Config configures each in-process server.
 	Config ServerConfig
 }
 

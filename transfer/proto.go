@@ -28,7 +28,9 @@ const (
 // and a 4-byte big-endian length. Unknown fields are ignored by older peers;
 // anything that changes the frames or messages bumps ProtocolVersion.
 type Hello struct {
-	Proto   int    `json:"proto"`
+	// Proto is the client's ProtocolVersion (set by Handshake).
+	Proto int `json:"proto"`
+	// Version is the client's software version, for messages.
 	Version string `json:"version"`
 	// Role is the role asked of the server: RoleSender or RoleReceiver.
 	Role string `json:"role"`
@@ -273,7 +275,10 @@ func (d *decoder) status() error {
 }
 
 // RemoteError is an error the peer reported, with its text.
-type RemoteError struct{ Msg string }
+type RemoteError struct {
+	// Msg is the peer's error text.
+	Msg string
+}
 
 // Error returns "remote: MSG".
 func (e *RemoteError) Error() string { return "remote: " + e.Msg }

@@ -81,8 +81,8 @@ type HostKeyError struct {
 
 // KnownHostEntry is one known_hosts line, for error reports.
 type KnownHostEntry struct {
-	File        string
-	Line        int // 1-based
+	File        string // the known_hosts file
+	Line        int    // 1-based
 	KeyType     string
 	Fingerprint string // SHA256:...
 }

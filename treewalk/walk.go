@@ -18,7 +18,7 @@ var ErrNotDir = errors.New("not a directory")
 // goes on (rsync's "some files could not be transferred", exit 23).
 type PathError struct {
 	Path string // slash-separated, relative to the root
-	Err  error
+	Err  error  // what went wrong
 }
 
 // Error returns "PATH: ERR".
@@ -30,8 +30,8 @@ func (e *PathError) Unwrap() error { return e.Err }
 // List is the outcome of a walk: the entries found, in walk order, and the
 // per-entry errors met on the way (those entries are left out).
 type List struct {
-	Entries []Entry
-	Errors  []*PathError
+	Entries []Entry      // in walk order, the root "." first
+	Errors  []*PathError // entries that could not be listed
 }
 
 // Walk lists the tree under root. It never follows symlinks, and reads the
