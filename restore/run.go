@@ -76,6 +76,10 @@ type Options struct {
 	// Dialer, when not nil, opens the streams to the remote side instead
 	// of SSH (tests and benchmarks use transfer.PipeDialer).
 	Dialer transfer.Dialer
+	// Warnf, when not nil, is told of problems that do not fail the run
+	// (fewer streams than asked for could be opened). Called from the
+	// goroutine running Run.
+	Warnf func(format string, args ...any)
 }
 
 func (o *Options) applyDefaults() {
@@ -130,28 +134,28 @@ func openSession(ctx context.Context, o Options, src, dst transfer.Location) (se
 	switch {
 	case src.Remote():
 		// Dial first: a restore that cannot start must not create DST.
-		c, err := dialAll(ctx, o, src, transfer.Hello{Role: transfer.RoleSender, Path: src.Path})
+		p, err := remotePool(ctx, o, src, transfer.Hello{Role: transfer.RoleSender, Path: src.Path})
 		if err != nil {
 			return nil, err
 		}
 		w, err := NewWriter(dst.Path, o.Writer)
 		if err != nil {
-			c.close(true)
+			p.close(true)
 			return nil, err
 		}
-		return &pullSession{c: c, w: w}, nil
+		return &pullSession{p: p, w: w}, nil
 	case dst.Remote():
 		ls, err := transfer.OpenLocalSource(src.Path)
 		if err != nil {
 			return nil, err
 		}
 		opts, _ := json.Marshal(o.Writer)
-		c, err := dialAll(ctx, o, dst, transfer.Hello{Role: transfer.RoleReceiver, Path: dst.Path, Receiver: opts})
+		p, err := remotePool(ctx, o, dst, transfer.Hello{Role: transfer.RoleReceiver, Path: dst.Path, Receiver: opts})
 		if err != nil {
 			ls.Close()
 			return nil, err
 		}
-		return &pushSession{c: c, src: ls, readBuf: o.ReadBufferBytes}, nil
+		return &pushSession{p: p, src: ls, readBuf: o.ReadBufferBytes}, nil
 	default:
 		ls, err := transfer.OpenLocalSource(src.Path)
 		if err != nil {
@@ -166,48 +170,28 @@ func openSession(ctx context.Context, o Options, src, dst transfer.Location) (se
 	}
 }
 
-// dialAll opens o.Jobs streams to the remote in parallel and handshakes
-// each. On error the streams already open are closed.
-func dialAll(ctx context.Context, o Options, loc transfer.Location, h transfer.Hello) (conns, error) {
-	d := o.Dialer
-	var err error
+// dialer returns how to reach loc: o.Dialer, the -e command, or the
+// built-in SSH client.
+func dialer(o Options, loc transfer.Location) (transfer.Dialer, error) {
 	switch {
-	case d != nil:
+	case o.Dialer != nil:
+		return o.Dialer, nil
 	case o.SSH.Rsh != "":
-		d, err = transfer.NewRshDialer(loc, o.SSH)
-	default:
-		d, err = transfer.NewSSHDialer(loc, o.SSH)
+		return transfer.NewRshDialer(loc, o.SSH)
 	}
+	return transfer.NewSSHDialer(loc, o.SSH)
+}
+
+// remotePool opens the streams to loc with hello h.
+func remotePool(ctx context.Context, o Options, loc transfer.Location, h transfer.Hello) (*pool, error) {
+	d, err := dialer(o, loc)
 	if err != nil {
 		return nil, err
 	}
 	h.Version = o.Version
-	h.ReadBufferBytes = o.ReadBufferBytes
 	h.Compression = o.Compression.String()
-	c := make(conns, o.Jobs)
-	g, gctx := errgroup.WithContext(ctx)
-	for i := range c {
-		g.Go(func() error {
-			s, err := d.Dial(gctx)
-			if err != nil {
-				return err
-			}
-			c[i], err = transfer.Handshake(gctx, s, h)
-			if err != nil {
-				s.Close()
-			}
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		for _, x := range c {
-			if x != nil {
-				x.Close()
-			}
-		}
-		return nil, err
-	}
-	return c, nil
+	h.ReadBufferBytes = o.ReadBufferBytes
+	return openPool(ctx, d, h, o.Jobs)
 }
 
 // runSession is the restore proper: list, plan, move the data over the
@@ -251,8 +235,10 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 	batches := makeBatches(entries, plan.Need, o.Writer.BlockSizeBytes)
 	tr := newTracker(ctx, s, rep, batches)
 	ch := make(chan *batch)
+	allSent := make(chan struct{}) // every batch is in a stream's hands
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
+		defer close(allSent)
 		defer close(ch)
 		for _, b := range batches {
 			select {
@@ -263,11 +249,31 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 		}
 		return nil
 	})
-	for i := range s.streams() {
-		g.Go(func() error { return s.runStream(gctx, i, ch, tr.done) })
-	}
+	// A worker per stream, started as each stream comes up; streams that
+	// come up after the last batch went out are not needed.
+	g.Go(func() error {
+		streams := s.streams()
+		for {
+			select {
+			case i, ok := <-streams:
+				if !ok {
+					return nil
+				}
+				g.Go(func() error { return s.runStream(gctx, i, ch, tr.done) })
+			case <-allSent:
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+	})
 	if err := g.Wait(); err != nil {
 		return err
+	}
+	if d, ok := s.(interface{ degraded() error }); ok && o.Warnf != nil {
+		if err := d.degraded(); err != nil {
+			o.Warnf("not all %d streams could be opened: %v", o.Jobs, err)
+		}
 	}
 	if err := tr.commitDeferred(ctx); err != nil {
 		return err

@@ -16,8 +16,10 @@ type session interface {
 	list(ctx context.Context) (treewalk.List, error)
 	// plan gives the list to the writer and returns what it needs.
 	plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error)
-	// streams is the number of parallel streams.
-	streams() int
+	// streams delivers the indices of the streams as they become usable
+	// (remote streams are dialed in the background); it is closed when no
+	// more will come.
+	streams() <-chan int
 	// runStream moves batches over stream i until batches is closed,
 	// calling done with each batch's per-item errors (nil entries for
 	// items that succeeded). Its error ends the run.
@@ -49,7 +51,14 @@ func (s *localSession) plan(ctx context.Context, entries []treewalk.Entry) (tran
 	return s.w.Plan(ctx, entries)
 }
 
-func (s *localSession) streams() int { return s.jobs }
+func (s *localSession) streams() <-chan int {
+	ch := make(chan int, s.jobs)
+	for i := range s.jobs {
+		ch <- i
+	}
+	close(ch)
+	return ch
+}
 
 func (s *localSession) runStream(ctx context.Context, i int, batches <-chan *batch, done func(*batch, []error)) error {
 	for b := range batches {

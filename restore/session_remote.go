@@ -15,29 +15,6 @@ import (
 // per batch is not lost on a slow link.
 const pipelineDepth = 2
 
-// conns is a set of handshaken streams to one remote agent.
-type conns []*transfer.Conn
-
-func (c conns) wireBytes() int64 {
-	var n int64
-	for _, x := range c {
-		s, r := x.WireBytes()
-		n += s + r
-	}
-	return n
-}
-
-func (c conns) close(abort bool) error {
-	var err error
-	for _, x := range c {
-		err = errors.Join(err, x.Close())
-	}
-	if abort {
-		return nil
-	}
-	return err
-}
-
 // pipeline runs send for each batch in one goroutine and recv for the same
 // batches, in order, in another, with at most pipelineDepth outstanding.
 func pipeline[T any](ctx context.Context, batches <-chan *batch, send func(*batch) (T, error), recv func(*batch, T) error) error {
@@ -75,20 +52,20 @@ func pipeline[T any](ctx context.Context, batches <-chan *batch, send func(*batc
 
 // pullSession restores from a remote sender into a local writer.
 type pullSession struct {
-	c conns
+	p *pool
 	w *Writer
 }
 
-func (s *pullSession) list(ctx context.Context) (treewalk.List, error) { return s.c[0].List(ctx) }
+func (s *pullSession) list(ctx context.Context) (treewalk.List, error) { return s.p.conn(0).List(ctx) }
 
 func (s *pullSession) plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error) {
 	return s.w.Plan(ctx, entries)
 }
 
-func (s *pullSession) streams() int { return len(s.c) }
+func (s *pullSession) streams() <-chan int { return s.p.streams() }
 
 func (s *pullSession) runStream(ctx context.Context, i int, batches <-chan *batch, done func(*batch, []error)) error {
-	c := s.c[i]
+	c := s.p.conn(i)
 	return pipeline(ctx, batches,
 		func(b *batch) (struct{}, error) { return struct{}{}, c.SendRead(b.items) },
 		func(b *batch, _ struct{}) error {
@@ -108,16 +85,16 @@ func (s *pullSession) finish(ctx context.Context, entries []treewalk.Entry) ([]*
 	return s.w.Finish(ctx, entries)
 }
 
-func (s *pullSession) wireBytes() int64 { return s.c.wireBytes() }
+func (s *pullSession) wireBytes() int64 { return s.p.wireBytes() }
 
 func (s *pullSession) close(abort bool) error {
-	err := s.c.close(abort)
+	err := s.p.close(abort)
 	return errors.Join(err, s.w.Close())
 }
 
 // pushSession restores from a local source into a remote writer.
 type pushSession struct {
-	c       conns
+	p       *pool
 	src     *transfer.LocalSource
 	readBuf int
 }
@@ -125,13 +102,13 @@ type pushSession struct {
 func (s *pushSession) list(ctx context.Context) (treewalk.List, error) { return s.src.List(ctx) }
 
 func (s *pushSession) plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error) {
-	return s.c[0].Plan(ctx, entries)
+	return s.p.conn(0).Plan(ctx, entries)
 }
 
-func (s *pushSession) streams() int { return len(s.c) }
+func (s *pushSession) streams() <-chan int { return s.p.streams() }
 
 func (s *pushSession) runStream(ctx context.Context, i int, batches <-chan *batch, done func(*batch, []error)) error {
-	c := s.c[i]
+	c := s.p.conn(i)
 	buf := make([]byte, s.readBuf)
 	return pipeline(ctx, batches,
 		func(b *batch) ([]error, error) { return c.SendWrite(ctx, b.items, s.src, buf) },
@@ -151,7 +128,7 @@ func (s *pushSession) runStream(ctx context.Context, i int, batches <-chan *batc
 }
 
 func (s *pushSession) commit(ctx context.Context, e *treewalk.Entry) error {
-	err, fatal := s.c[0].Commit(ctx, e)
+	err, fatal := s.p.conn(0).Commit(ctx, e)
 	if fatal {
 		return &fatalError{err}
 	}
@@ -161,13 +138,13 @@ func (s *pushSession) commit(ctx context.Context, e *treewalk.Entry) error {
 func (s *pushSession) deferCommits() bool { return true }
 
 func (s *pushSession) finish(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
-	return s.c[0].Finish(ctx, entries)
+	return s.p.conn(0).Finish(ctx, entries)
 }
 
-func (s *pushSession) wireBytes() int64 { return s.c.wireBytes() }
+func (s *pushSession) wireBytes() int64 { return s.p.wireBytes() }
 
 func (s *pushSession) close(abort bool) error {
-	err := s.c.close(abort)
+	err := s.p.close(abort)
 	return errors.Join(err, s.src.Close())
 }
 
@@ -177,3 +154,6 @@ type fatalError struct{ err error }
 
 func (e *fatalError) Error() string { return e.err.Error() }
 func (e *fatalError) Unwrap() error { return e.err }
+
+func (s *pullSession) degraded() error { return s.p.degraded() }
+func (s *pushSession) degraded() error { return s.p.degraded() }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -48,7 +49,29 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	stopProfile := startProfile()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stopProfile()
+	os.Exit(code)
+}
+
+// startProfile writes a CPU profile to $RESTORESYNC_CPUPROFILE.<pid> when
+// that variable is set: a way to see where either end of a restore spends
+// its time (the remote agent inherits it through sshd's SetEnv or -e).
+func startProfile() (stop func()) {
+	base := os.Getenv("RESTORESYNC_CPUPROFILE")
+	if base == "" {
+		return func() {}
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", base, os.Getpid()))
+	if err != nil {
+		return func() {}
+	}
+	pprof.StartCPUProfile(f)
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // run executes the command line and returns the exit code.

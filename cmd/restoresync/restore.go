@@ -99,6 +99,9 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 	if r.Writer.BlockSizeBytes < 64<<10 {
 		return &usageError{"--block-size must be at least 64KiB"}
 	}
+	r.Warnf = func(format string, args ...any) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "restoresync: warning: "+format+"\n", args...)
+	}
 	rep, err := restore.Run(ctx, r)
 	out := cmd.OutOrStdout()
 	if o.json {

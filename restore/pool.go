@@ -1,0 +1,129 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/restoresync/restoresync/transfer"
+)
+
+// pool is the set of streams to one remote agent. The first stream is
+// opened before the restore starts: it proves that the host is reachable and
+// speaks our protocol, and it carries the file list. The others are dialed
+// in the background and join the data transfer as they come up, so that
+// connection setup (a few hundred milliseconds per SSH connection on a busy
+// sshd) overlaps with the walk, the plan and the first batches, and a small
+// restore is not held up by connections it does not need. Safe for
+// concurrent use.
+type pool struct {
+	mu      sync.Mutex
+	conns   []*transfer.Conn
+	closed  bool
+	dialErr error // the first background dial's failure, if any
+
+	ready  chan int // indices of usable streams; closed when dialing is over
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// openPool dials the first stream and starts dialing jobs-1 more.
+func openPool(ctx context.Context, d transfer.Dialer, h transfer.Hello, jobs int) (*pool, error) {
+	first, err := dialStream(ctx, d, h)
+	if err != nil {
+		return nil, err
+	}
+	dctx, cancel := context.WithCancel(ctx)
+	p := &pool{conns: []*transfer.Conn{first}, ready: make(chan int, jobs), cancel: cancel}
+	p.ready <- 0
+	for range jobs - 1 {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			c, err := dialStream(dctx, d, h)
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			switch {
+			case err != nil:
+				if p.dialErr == nil && dctx.Err() == nil {
+					p.dialErr = err
+				}
+			case p.closed:
+				c.Close()
+			default:
+				p.conns = append(p.conns, c)
+				p.ready <- len(p.conns) - 1 // never blocks: capacity jobs
+			}
+		}()
+	}
+	go func() {
+		p.wg.Wait()
+		close(p.ready)
+	}()
+	return p, nil
+}
+
+// dialStream opens one stream and handshakes on it.
+func dialStream(ctx context.Context, d transfer.Dialer, h transfer.Hello) (*transfer.Conn, error) {
+	s, err := d.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := transfer.Handshake(ctx, s, h)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// conn returns stream i (an index received from ready).
+func (p *pool) conn(i int) *transfer.Conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.conns[i]
+}
+
+// streams delivers the indices of usable streams, stream 0 at once.
+func (p *pool) streams() <-chan int { return p.ready }
+
+// degraded returns why fewer streams than asked came up, or nil.
+func (p *pool) degraded() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dialErr
+}
+
+func (p *pool) wireBytes() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n int64
+	for _, c := range p.conns {
+		s, r := c.WireBytes()
+		n += s + r
+	}
+	return n
+}
+
+// close stops the background dials and closes every stream, in parallel.
+// With abort, errors are not reported (the run already failed).
+func (p *pool) close(abort bool) error {
+	p.cancel()
+	p.wg.Wait()
+	p.mu.Lock()
+	p.closed = true
+	conns := p.conns
+	p.mu.Unlock()
+	var g errgroup.Group
+	errs := make([]error, len(conns))
+	for i, c := range conns {
+		g.Go(func() error { errs[i] = c.Close(); return nil })
+	}
+	g.Wait()
+	if abort {
+		return nil
+	}
+	return errors.Join(errs...)
+}
