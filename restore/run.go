@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,40 +13,6 @@ import (
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/treewalk"
 )
-
-// Method is a restore method (--method). It implements pflag.Value.
-type Method string
-
-// The methods. Only raw exists so far; tar and rsync come with their issue.
-const (
-	// MethodRaw: a file list, rsync's quick check on the receiver, then file
-	// contents over parallel streams, small files batched and big ones
-	// split into blocks.
-	MethodRaw Method = "raw"
-)
-
-var methods = []Method{MethodRaw}
-
-// String returns the method's name.
-func (m Method) String() string { return string(m) }
-
-// Set parses a method name, listing the valid ones on error (pflag.Value).
-func (m *Method) Set(s string) error {
-	for _, v := range methods {
-		if string(v) == s {
-			*m = v
-			return nil
-		}
-	}
-	names := make([]string, len(methods))
-	for i, v := range methods {
-		names[i] = string(v)
-	}
-	return fmt.Errorf("unknown method %q (valid: %s)", s, strings.Join(names, ", "))
-}
-
-// Type returns the flag type name (pflag.Value).
-func (m *Method) Type() string { return "method" }
 
 // Options configure Run. The zero value of each field has the documented
 // default; Src and Dst are required.
@@ -117,17 +82,27 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if src.Remote() && dst.Remote() {
 		return rep, fmt.Errorf("%w: SRC and DST are both remote; one side must be local", ErrUsage)
 	}
+	run, ok := methodRuns[o.Method]
+	if !ok {
+		return rep, fmt.Errorf("%w: unknown method %q", ErrUsage, o.Method)
+	}
+	err = run(ctx, o, src, dst, rep)
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, err
+}
+
+// runRaw is the raw method: file list, quick check, parallel streams.
+func runRaw(ctx context.Context, o Options, src, dst transfer.Location, rep *Report) error {
 	s, err := openSession(ctx, o, src, dst)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	err = runSession(ctx, s, o, rep)
 	if cerr := s.close(err != nil); err == nil && cerr != nil && !errors.Is(cerr, context.Canceled) {
 		err = cerr
 	}
 	rep.WireBytes = s.wireBytes()
-	rep.Seconds = time.Since(start).Seconds()
-	return rep, err
+	return err
 }
 
 func openSession(ctx context.Context, o Options, src, dst transfer.Location) (session, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -63,7 +64,7 @@ func (o *restoreOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.SortFlags = false
 	r := &o.opts
-	f.Var(&r.Method, "method", "restore method: raw")
+	f.Var(&r.Method, "method", "restore method: "+strings.Join(restore.Methods(), ", "))
 	f.IntVarP(&r.Jobs, "jobs", "j", r.Jobs, "parallel streams (separate SSH connections)")
 	f.Var(&r.Compression, "compress", "per-stream compression: none, lz4, zstd or gzip, optionally :LEVEL")
 	f.Var(&o.blockSize, "block-size", "files larger than this are split into blocks spread across streams")
