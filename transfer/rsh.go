@@ -267,3 +267,11 @@ func splitCommandLine(s string) ([]string, error) {
 	}
 	return words, nil
 }
+
+// WithCommand implements CommandDialer: the program's arguments end with
+// the host and command instead of the agent's command line.
+func (d *rshDialer) WithCommand(command string) Dialer {
+	c := *d
+	c.args = append(append([]string(nil), d.args[:len(d.args)-3]...), command)
+	return &c
+}

@@ -661,3 +661,10 @@ func (t *tailBuffer) String() string {
 	}
 	return string(b)
 }
+
+// WithCommand implements CommandDialer.
+func (d *sshDialer) WithCommand(command string) Dialer {
+	c := *d
+	c.command = command
+	return &c
+}

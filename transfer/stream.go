@@ -61,3 +61,19 @@ type Dialer interface {
 	// could not be reached or authenticated.
 	Dial(ctx context.Context) (Stream, error)
 }
+
+// CommandDialer is a Dialer that can also run another command than the
+// agent on the remote host: agent-less methods run the remote's own tar or
+// rsync. Both SSH dialers implement it.
+type CommandDialer interface {
+	Dialer
+	// WithCommand returns a Dialer, with the same connection settings,
+	// whose streams run command on the remote host: a shell command line,
+	// quoted by the caller (see ShellQuote). Safe for concurrent use.
+	WithCommand(command string) Dialer
+}
+
+// ShellQuote quotes s as one word for a POSIX shell when it holds anything
+// beyond a conservative set of safe bytes; a leading "~/" stays unquoted so
+// the remote shell still expands it.
+func ShellQuote(s string) string { return shellQuote(s) }
