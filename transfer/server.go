@@ -97,7 +97,20 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) e
 		}
 		s.dst = dst
 	default:
-		return refuse(fmt.Errorf("%w: unknown role %q", ErrProtocol, h.Role))
+		role, ok := extraRoles[h.Role]
+		if !ok {
+			return refuse(fmt.Errorf("%w: unknown role %q", ErrProtocol, h.Role))
+		}
+		src, err := s.openSource()
+		if err != nil {
+			return refuse(err)
+		}
+		defer src.Close()
+		s.src = src
+		if err := writeHandshake(out, rep); err != nil {
+			return err
+		}
+		return role(ctx, s, br, out, comp)
 	}
 	if err := writeHandshake(out, rep); err != nil {
 		return err
@@ -117,6 +130,16 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) e
 	}
 	return err
 }
+
+// roleFunc serves a role other than the raw sender and receiver, after a
+// successful handshake: s.src is the opened source tree (s.hello the
+// client's hello), in is the rest of the client's stream and out the
+// stream back, to be framed with comp. A method's file in this package adds
+// its roles to extraRoles (sender-side roles only: s.src is set).
+type roleFunc func(ctx context.Context, s *server, in *bufio.Reader, out io.Writer, comp Compression) error
+
+// extraRoles are the roles of the other restore methods, by Hello.Role.
+var extraRoles = map[string]roleFunc{}
 
 type server struct {
 	cfg   ServerConfig
