@@ -84,7 +84,7 @@ func (w *Writer) placeNode(dirfd int, tmp, base string, e *treewalk.Entry, uid, 
 		if err := lutimensAt(dirfd, tmp, e.MtimeNs); err != nil {
 			return fmt.Errorf("set mtime: %w", err)
 		}
-		return renameReplacing(dirfd, tmp, base)
+		return w.renameReplacing(dirfd, tmp, base)
 	}()
 	if err != nil {
 		unix.Unlinkat(dirfd, tmp, 0)
@@ -143,7 +143,7 @@ func (w *Writer) hardlink(cur *dirCursor, e *treewalk.Entry) error {
 	if err := unix.Linkat(ldir, lbase, dirfd, tmp, 0); err != nil {
 		return fmt.Errorf("hardlink to %s: %w", e.LinkTo, err)
 	}
-	if err := renameReplacing(dirfd, tmp, base); err != nil {
+	if err := w.renameReplacing(dirfd, tmp, base); err != nil {
 		unix.Unlinkat(dirfd, tmp, 0)
 		return err
 	}

@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unsafe"
@@ -96,12 +97,26 @@ func readDirNames(fd int) ([]string, error) {
 	}
 }
 
+// ErrNonEmptyDir is a per-entry error: the source has a file or symlink
+// where the destination has a directory with something in it. Like rsync,
+// restoresync does not delete it unless told to (--force).
+var ErrNonEmptyDir = errors.New("a non-empty directory is in the way (not deleted; --force deletes it)")
+
 // renameReplacing renames from to to within dirfd, replacing whatever is at
-// to: a directory there (the source had another type) is removed first.
-func renameReplacing(dirfd int, from, to string) error {
+// to. A directory there (the source has another type) is removed first if
+// it is empty, or, with force, with everything in it; otherwise the result
+// is ErrNonEmptyDir.
+func (w *Writer) renameReplacing(dirfd int, from, to string) error {
 	err := unix.Renameat(dirfd, from, dirfd, to)
 	if err == unix.EISDIR || err == unix.ENOTEMPTY || err == unix.EEXIST || err == unix.ENOTDIR {
-		if rerr := removeAllAt(dirfd, to); rerr != nil {
+		rerr := unix.Unlinkat(dirfd, to, unix.AT_REMOVEDIR)
+		if rerr == unix.ENOTEMPTY || rerr == unix.EEXIST {
+			if !w.opts.Force {
+				return ErrNonEmptyDir
+			}
+			rerr = removeAllAt(dirfd, to)
+		}
+		if rerr != nil {
 			return fmt.Errorf("replace %s: %w", to, rerr)
 		}
 		err = unix.Renameat(dirfd, from, dirfd, to)

@@ -54,10 +54,19 @@ func (r *Report) Summary() string {
 	if r.Seconds > 0 {
 		rate = float64(r.Bytes) / 1e6 / r.Seconds
 	}
-	s := fmt.Sprintf("restored %d files (%d up to date), %d dirs, %d symlinks, %d hardlinks: %.1f MB payload, %.1f MB on the wire, %.2f s, %.1f MB/s [%s, %s, %d jobs]",
-		r.Files, r.Skipped, r.Dirs, r.Symlinks, r.Hardlinks, float64(r.Bytes)/1e6, float64(r.WireBytes)/1e6, r.Seconds, rate, r.Method, r.Compression, r.Jobs)
+	s := fmt.Sprintf("restored %s (%d up to date), %s, %s, %s: %.1f MB payload, %.1f MB on the wire, %.2f s, %.1f MB/s [%s, %s, %s]",
+		count(r.Files, "file"), r.Skipped, count(r.Dirs, "dir"), count(r.Symlinks, "symlink"), count(r.Hardlinks, "hardlink"),
+		float64(r.Bytes)/1e6, float64(r.WireBytes)/1e6, r.Seconds, rate, r.Method, r.Compression, count(r.Jobs, "job"))
 	if n := len(r.Errors); n > 0 {
-		s += fmt.Sprintf("; %d errors", n)
+		s += "; " + count(n, "error")
 	}
 	return s
+}
+
+// count formats n with noun, plural when n != 1 ("1 file", "2 files").
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

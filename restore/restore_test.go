@@ -97,7 +97,7 @@ func TestRestoreCodecsAndJobs(t *testing.T) {
 					o.Writer.BlockSizeBytes = 512 << 10
 					rep := run(t, o)
 					assertSameTree(t, src, dst)
-					if rep.Compression != codec || rep.Jobs != jobs {
+					if rep.Compression != c.String() || rep.Jobs != jobs {
 						t.Errorf("report says %s/%d", rep.Compression, rep.Jobs)
 					}
 					// The fixture's text (SQL, logs) compresses; its media does not.
@@ -148,4 +148,69 @@ func runtimeGOROOT(t testing.TB) string {
 		t.Fatalf("go env GOROOT: %v", err)
 	}
 	return strings.TrimSpace(out)
+}
+
+// Type changes: whatever DST holds where the source has a file, a symlink or
+// a directory is replaced, except a non-empty directory in the way of a
+// file or symlink, which is kept and reported unless Force (rsync's
+// --force): a restore does not delete data it was not asked to.
+func TestRestoreTypeChanges(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	TestDir{
+		"was-dir":       TestFile{Content: "now a file"},
+		"was-full-dir":  TestFile{Content: "now a file too"},
+		"was-file":      TestDir{"inside": TestFile{Content: "x"}},
+		"was-symlink":   TestDir{"inside": TestFile{Content: "y"}},
+		"link-was-dir":  TestSymlink{Target: "was-file"},
+		"file-was-link": TestFile{Content: "z"},
+	}.build(t, src)
+	for _, force := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "force"}[force], func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "dst")
+			outside := filepath.Join(t.TempDir(), "outside")
+			must(t, os.MkdirAll(outside, 0o755))
+			must(t, os.WriteFile(filepath.Join(outside, "canary"), []byte("keep"), 0o644))
+			TestDir{
+				"was-dir":       TestDir{},
+				"was-full-dir":  TestDir{"precious": TestFile{Content: "do not lose me"}},
+				"was-file":      TestFile{Content: "old"},
+				"link-was-dir":  TestDir{},
+				"file-was-link": TestSymlink{Target: filepath.Join(outside, "canary")},
+			}.build(t, dst)
+			must(t, os.Symlink(outside, filepath.Join(dst, "was-symlink")))
+			o := options("pull", src, dst)
+			o.Writer.Force = force
+			rep, err := restore.Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, err := os.ReadFile(filepath.Join(outside, "canary")); err != nil || string(b) != "keep" {
+				t.Fatalf("outside canary: %q, %v", b, err)
+			}
+			if ents, _ := os.ReadDir(outside); len(ents) != 1 {
+				t.Fatalf("something was written outside DST: %v", ents)
+			}
+			if force {
+				if len(rep.Errors) != 0 {
+					t.Fatalf("errors with force: %+v", rep.Errors)
+				}
+				assertSameTree(t, src, dst)
+				return
+			}
+			if len(rep.Errors) != 1 || rep.Errors[0].Path != "was-full-dir" || !strings.Contains(rep.Errors[0].Error, "non-empty directory") {
+				t.Fatalf("errors: %+v; want one for was-full-dir", rep.Errors)
+			}
+			if b, err := os.ReadFile(filepath.Join(dst, "was-full-dir", "precious")); err != nil || string(b) != "do not lose me" {
+				t.Fatalf("the non-empty directory was not kept: %q, %v", b, err)
+			}
+			for _, p := range []string{"was-dir", "was-file/inside", "was-symlink/inside", "file-was-link"} {
+				if fi, err := os.Lstat(filepath.Join(dst, p)); err != nil || !fi.Mode().IsRegular() {
+					t.Errorf("%s: %v, %v; want a regular file", p, fi, err)
+				}
+			}
+			if target, err := os.Readlink(filepath.Join(dst, "link-was-dir")); err != nil || target != "was-file" {
+				t.Errorf("link-was-dir: %q, %v", target, err)
+			}
+		})
+	}
 }

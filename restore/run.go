@@ -93,6 +93,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 // runRaw is the raw method: file list, quick check, parallel streams.
 func runRaw(ctx context.Context, o Options, src, dst transfer.Location, rep *Report) error {
+	if !src.Remote() && !dst.Remote() {
+		rep.Compression = "none" // nothing crosses a network
+	}
 	s, err := openSession(ctx, o, src, dst)
 	if err != nil {
 		return err

@@ -44,6 +44,10 @@ type WriterOptions struct {
 	// WriteBufferBytes is the buffer between the network and each file
 	// write; 0 means 1 MiB.
 	WriteBufferBytes int `json:"write_buffer"`
+	// Force deletes a non-empty directory that is in the way of a file or
+	// symlink (rsync's --force); without it that entry fails with
+	// ErrNonEmptyDir.
+	Force bool `json:"force,omitempty"`
 }
 
 func (o *WriterOptions) applyDefaults() {
@@ -179,7 +183,7 @@ func (w *Writer) WriteItem(ctx context.Context, it *transfer.Item, r io.Reader) 
 		err = fmt.Errorf("close: %w", cerr)
 	}
 	if err == nil && !it.Split {
-		if err = renameReplacing(dirfd, tmp, base); err != nil {
+		if err = w.renameReplacing(dirfd, tmp, base); err != nil {
 			err = fmt.Errorf("rename into place: %w", err)
 		}
 	}
@@ -236,7 +240,7 @@ func (w *Writer) Commit(ctx context.Context, e *treewalk.Entry) error {
 		err = cerr
 	}
 	if err == nil {
-		if err = renameReplacing(dirfd, tmp, base); err != nil {
+		if err = w.renameReplacing(dirfd, tmp, base); err != nil {
 			err = fmt.Errorf("rename into place: %w", err)
 		}
 	}

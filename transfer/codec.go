@@ -79,6 +79,10 @@ func ParseCompression(s string) (Compression, error) {
 	if c.Codec == 255 {
 		return Compression{}, fmt.Errorf("%w %q (valid: %s)", ErrUnknownCodec, name, strings.Join(codecNames, ", "))
 	}
+	switch c.Codec { // the default level, explicit, so "zstd" reads as "zstd:1"
+	case CodecZstd, CodecGzip:
+		c.Level = 1
+	}
 	if hasLevel {
 		l, err := strconv.Atoi(lvl)
 		if err != nil {

@@ -20,9 +20,9 @@ func TestParseCompression(t *testing.T) {
 	}{
 		{"none", Compression{CodecNone, 0}},
 		{"lz4", Compression{CodecLZ4, 0}},
-		{"zstd", Compression{CodecZstd, 0}},
-		{"gzip", Compression{CodecGzip, 0}},
-		{"ZSTD", Compression{CodecZstd, 0}},
+		{"zstd", Compression{CodecZstd, 1}}, // the default level is explicit
+		{"gzip", Compression{CodecGzip, 1}},
+		{"ZSTD", Compression{CodecZstd, 1}},
 		{" gzip:6 \n", Compression{CodecGzip, 6}},
 		{"zstd:1", Compression{CodecZstd, 1}},
 		{"zstd:22", Compression{CodecZstd, 22}},
@@ -88,7 +88,11 @@ func TestParseCompression(t *testing.T) {
 func TestCompressionStringRoundTrip(t *testing.T) {
 	max := map[Codec]int{CodecNone: 0, CodecLZ4: 9, CodecZstd: 22, CodecGzip: 9}
 	for c, m := range max {
-		for lvl := 0; lvl <= m; lvl++ {
+		first := 0
+		if c == CodecZstd || c == CodecGzip {
+			first = 1 // ParseCompression makes their default level explicit
+		}
+		for lvl := first; lvl <= m; lvl++ {
 			want := Compression{c, lvl}
 			var got Compression
 			if err := got.Set(want.String()); err != nil || got != want {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/restoresync/restoresync/treewalk"
@@ -101,8 +102,12 @@ func Handshake(ctx context.Context, s Stream, h Hello) (*Conn, error) {
 // withStderr appends what the remote wrote to stderr, which usually says
 // why it failed ("restoresync: command not found").
 func withStderr(s Stream, err error) error {
-	if msg := s.Stderr(); msg != "" {
-		return fmt.Errorf("%w; remote stderr: %s", err, trimSpace(msg))
+	msg := trimSpace(s.Stderr())
+	if msg != "" && !strings.Contains(err.Error(), msg) {
+		err = fmt.Errorf("%w; remote stderr: %s", err, msg)
+	}
+	if strings.Contains(msg, "not found") || strings.Contains(err.Error(), "status 127") {
+		err = fmt.Errorf("%w (is restoresync installed on the remote host? --remote-path names its binary there)", err)
 	}
 	return err
 }

@@ -84,7 +84,12 @@ func readHandshake(r *bufio.Reader, v any) error {
 			got = append(got, rest[:min(len(rest), 200)]...)
 		}
 		if len(got) == 0 && err != nil {
-			return fmt.Errorf("%w: peer closed the stream before the handshake (%v)", ErrProtocol, err)
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return fmt.Errorf("%w: peer closed the stream before the handshake", ErrProtocol)
+			}
+			// Keep the stream's error (ErrConnect from ssh, the remote
+			// command's exit status) for the exit code and the message.
+			return fmt.Errorf("%w: no handshake: %w", ErrProtocol, err)
 		}
 		return fmt.Errorf("%w: peer is not a restoresync agent: it sent %q", ErrProtocol, got)
 	}

@@ -413,7 +413,7 @@ func (d *sshDialer) handshakeError(err error, agentKeys int) error {
 		if len(d.skipped) > 0 {
 			hint += "; skipped " + strings.Join(d.skipped, "; ")
 		}
-		return fmt.Errorf("%w: %s: %w (%s)", ErrConnect, d.display, err, hint)
+		return fmt.Errorf("%w: %s: %w (%s; is the public key in the server's authorized_keys?)", ErrConnect, d.display, err, hint)
 	}
 	return fmt.Errorf("%w: %s: %w", ErrConnect, d.display, err)
 }

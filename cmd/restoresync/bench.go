@@ -135,7 +135,8 @@ func runBenchCompare(ctx context.Context, cmd *cobra.Command, o *benchCompareOpt
 		fmt.Fprintln(out, d)
 	}
 	if len(diffs) > 0 {
-		return &exitError{code: exitDiffer, err: fmt.Errorf("%s and %s differ (%d differences)", args[0], args[1], len(diffs))}
+		return &exitError{code: exitDiffer, err: fmt.Errorf("%s and %s differ (%s)", args[0], args[1], plural(len(diffs), "1 difference", fmt.Sprintf("%d differences", len(diffs))))}
 	}
+	fmt.Fprintf(out, "%s and %s are identical (content, kind, mode, owner, mtime, symlink targets, hardlink groups)\n", args[0], args[1])
 	return nil
 }

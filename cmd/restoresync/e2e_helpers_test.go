@@ -24,6 +24,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/restoresync/restoresync/internal/testsshd"
+	"github.com/restoresync/restoresync/transfer"
 )
 
 // assertSameTree fails t unless dst equals src by 'bench compare' (exit 0)
@@ -149,6 +150,9 @@ func parseReport(t *testing.T, r result) report {
 // destination: it counts what src holds, and it crossed a network.
 func checkFreshReport(t *testing.T, rep report, src treeStats, jobs int, compression string) {
 	t.Helper()
+	if c, err := transfer.ParseCompression(compression); err == nil {
+		compression = c.String() // "zstd" reports as "zstd:1"
+	}
 	if rep.Method != "raw" || rep.Compression != compression || rep.Jobs != jobs {
 		t.Errorf("report: method %q, compression %q, jobs %d; want raw, %q, %d", rep.Method, rep.Compression, rep.Jobs, compression, jobs)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -85,8 +86,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	code := exitCode(ctx, err)
-	if code == exitSignal {
+	switch code {
+	case exitSignal:
 		err = errors.New("interrupted by signal; rerun the same command to complete the restore")
+	case exitUsage:
+		if strings.HasPrefix(err.Error(), "unknown command") {
+			err = fmt.Errorf("%w\nRun 'restoresync --help' for the commands.", err)
+		}
 	}
 	if code != exitPartial || !errors.As(err, new(*exitError)) || err.Error() != "" {
 		fmt.Fprintf(stderr, "restoresync: %v\n", err)
@@ -100,7 +106,8 @@ func exitCode(ctx context.Context, err error) int {
 	switch {
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.Is(err, restore.ErrUsage), isFlagError(err):
+	case errors.Is(err, restore.ErrUsage), isFlagError(err), errors.As(err, new(*restore.SpecError)),
+		strings.HasPrefix(err.Error(), "unknown command"):
 		return exitUsage
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		return exitSignal

@@ -76,6 +76,7 @@ func (o *restoreOptions) addFlags(cmd *cobra.Command) {
 	f.StringArrayVar(&r.Writer.Owner.Groupmap, "groupmap", nil, "map groups: FROM:TO,... (rsync syntax; repeatable)")
 	f.StringArrayVar(&r.Writer.Owner.Chmod, "chmod", nil, "change permissions: [DF][ugoa][+-=][rwxXst] or octal, comma lists (rsync syntax; repeatable)")
 	f.BoolVar(&r.Writer.Owner.KeepSetID, "keep-setid", false, "keep setuid/setgid bits even when ownership is remapped")
+	f.BoolVar(&r.Writer.Force, "force", false, "delete a non-empty directory that is in the way of a file or symlink")
 	f.StringVarP(&r.SSH.Rsh, "rsh", "e", "", "run each stream through this remote shell command (e.g. 'ssh -p 2222') instead of the built-in SSH client")
 	f.StringVar(&r.SSH.RemotePath, "remote-path", "", "restoresync binary on the remote host (like rsync's --rsync-path)")
 	f.StringVarP(&r.SSH.ConfigFile, "config-file", "F", "", "ssh_config file (default ~/.ssh/config; 'none' for no file)")
@@ -100,6 +101,19 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 	if r.Writer.BlockSizeBytes < 64<<10 {
 		return &usageError{"--block-size must be at least 64KiB"}
 	}
+	if o.readBuf < 4<<10 || o.writeBuf < 4<<10 {
+		return &usageError{"--read-buffer and --write-buffer must be at least 4KiB"}
+	}
+	if o.timeoutSec < 1 {
+		return &usageError{"--timeout must be at least 1 second"}
+	}
+	if r.SSH.Rsh != "" && (len(r.SSH.Identities) > 0 || len(r.SSH.KnownHosts) > 0 || r.SSH.ConfigFile != "") {
+		return &usageError{"-i, --known-hosts and -F set up the built-in SSH client; with -e, give them to the command (e.g. -e 'ssh -i KEY -o UserKnownHostsFile=FILE')"}
+	}
+	// Check the owner and mode options before connecting anywhere.
+	if _, err := restore.NewOwnerPolicy(r.Writer.Owner, restore.SystemIDs()); err != nil {
+		return &exitError{exitUsage, err}
+	}
 	r.Warnf = func(format string, args ...any) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "restoresync: warning: "+format+"\n", args...)
 	}
@@ -118,6 +132,9 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 		fmt.Fprintln(out, rep.Summary())
 	}
 	if err != nil {
+		if c := exitCode(ctx, err); (c == exitProtocol || c == exitSSH) && rep.Bytes+int64(rep.Skipped) > 0 {
+			err = fmt.Errorf("%w\n(files already restored are in place; rerun the same command to complete the restore)", err)
+		}
 		return err
 	}
 	if len(rep.Errors) > 0 {

@@ -65,6 +65,9 @@ func runServe(ctx context.Context, cmd *cobra.Command, o *serveOptions) error {
 		if o.root == "" || o.authorizedKeys == "" {
 			return &usageError{"serve --listen needs --root and --authorized-keys"}
 		}
+		if fi, err := os.Stat(o.root); err != nil || !fi.IsDir() {
+			return &usageError{fmt.Sprintf("serve --listen: --root %s is not a directory", o.root)}
+		}
 		cfg.ReadOnly = true
 		errOut := cmd.ErrOrStderr()
 		return transfer.ListenAndServe(ctx, transfer.ListenConfig{
