@@ -108,13 +108,23 @@ func TestSSHDialerExplicitOptions(t *testing.T) {
 	d, err := NewSSHDialer(Location{User: srv.User, Host: srv.Host, Port: srv.Port}, SSHOptions{
 		ConfigFile: "none",
 		Identities: []string{srv.IdentityFile},
-		KnownHosts: []string{filepath.Join(t.TempDir(), "missing"), srv.KnownHostsFile},
+		KnownHosts: []string{srv.KnownHostsFile},
 		RemotePath: echoAgent(t),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkEcho(t, dialT(t, d), 1<<20)
+
+	// A --known-hosts file that does not exist is a mistake to report, not
+	// a file to skip (the host would then look unknown).
+	missing := filepath.Join(t.TempDir(), "missing")
+	_, err = NewSSHDialer(Location{User: srv.User, Host: srv.Host, Port: srv.Port}, SSHOptions{
+		ConfigFile: "none", KnownHosts: []string{missing, srv.KnownHostsFile},
+	})
+	if err == nil || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("missing --known-hosts file: err %v; want one naming %s", err, missing)
+	}
 }
 
 func TestSSHDialerUnknownHostKey(t *testing.T) {

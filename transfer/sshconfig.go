@@ -138,7 +138,8 @@ func loadHostConfig(file, alias string) (hostConfig, error) {
 }
 
 // loadKnownHosts builds the host key callback from explicit files, else
-// the config's files, else the OpenSSH defaults. Missing files are skipped.
+// the config's files, else the OpenSSH defaults. Missing files are skipped,
+// except a file given with --known-hosts, which must exist.
 func (d *sshDialer) loadKnownHosts(explicit []string, hc hostConfig, user string) error {
 	files := explicit
 	if len(files) == 0 {
@@ -158,6 +159,9 @@ func (d *sshDialer) loadKnownHosts(explicit []string, hc hostConfig, user string
 		}
 		f = expandSSHPath(f, d.hostname, user, d.port)
 		if _, err := os.Stat(f); err != nil {
+			if os.IsNotExist(err) && len(explicit) > 0 {
+				return fmt.Errorf("--known-hosts %s: no such file", f)
+			}
 			if os.IsNotExist(err) {
 				slog.Debug("ssh: known_hosts file missing", "file", f)
 				continue
