@@ -24,6 +24,9 @@ type LocalSource struct {
 
 // OpenLocalSource opens the directory dir as a source. The caller closes it.
 func OpenLocalSource(dir string) (*LocalSource, error) {
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("source %s: %w: SRC must be a directory, whose contents are restored", dir, treewalk.ErrNotDir)
+	}
 	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open source %s: %w", dir, err)
