@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -41,6 +42,9 @@ type Options struct {
 	// Dialer, when not nil, opens the streams to the remote side instead
 	// of SSH (tests and benchmarks use transfer.PipeDialer).
 	Dialer transfer.Dialer
+	// Stdin is read when Src is "-" (a tar archive on standard input); nil
+	// means os.Stdin.
+	Stdin io.Reader
 	// Warnf, when not nil, is told of problems that do not fail the run
 	// (fewer streams than asked for could be opened). Called from the
 	// goroutine running Run.
@@ -81,6 +85,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if src.Remote() && dst.Remote() {
 		return rep, fmt.Errorf("%w: SRC and DST are both remote; one side must be local", ErrUsage)
+	}
+	// A file or "-" as SRC is read as a tar archive, whatever the method.
+	if isTarInput(o.Src, src) {
+		err = runTarInput(ctx, o, src, dst, rep)
+		rep.Seconds = time.Since(start).Seconds()
+		return rep, err
 	}
 	run, ok := methodRuns[o.Method]
 	if !ok {

@@ -45,6 +45,15 @@ type Hello struct {
 	// ReadBufferBytes is the disk read buffer the server uses as a sender
 	// (--read-buffer); 0 means chunkBytes. Capped at maxReadBuffer.
 	ReadBufferBytes int `json:"read_buffer,omitempty"`
+	// RsyncArgs are the rsync option words (e.g. "-tpr") for the
+	// RoleRsyncSender role; the server checks them against a whitelist and
+	// adds --server, --sender and the path itself.
+	RsyncArgs []string `json:"rsync_args,omitempty"`
+	// Shard and Shards split the tree of a RoleTarSender between parallel
+	// streams: this stream sends shard Shard (0-based) of Shards. Shards 0
+	// means 1: the whole tree on one stream.
+	Shard  int `json:"shard,omitempty"`
+	Shards int `json:"shards,omitempty"`
 }
 
 // maxReadBuffer caps a client's --read-buffer request on the server.

@@ -44,7 +44,11 @@ most one is remote. The remote host must have restoresync on its PATH (or
 see --remote-path), or be a 'restoresync serve --listen' endpoint.
 
 Files already in DST with the same size and mtime are skipped (rsync's
-quick check), so a rerun after an interruption sends only what is missing.`,
+quick check), so a rerun after an interruption sends only what is missing.
+
+A local file or - (standard input) as SRC is read as a tar archive (plain,
+gzip, zstd or lz4, recognised by content) and extracted into DST with the
+same checks: 'restoresync restore backup.tar.gz /home/alice'.`,
 		Example: `  # pull an account from a backup server
   restoresync restore backup.example.com:/snapshots/daily.0/alice /home/alice
   # through the system OpenSSH client, with its config and a jump host
@@ -78,7 +82,7 @@ func (o *restoreOptions) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&r.Writer.Owner.KeepSetID, "keep-setid", false, "keep setuid/setgid bits even when ownership is remapped")
 	f.BoolVar(&r.Writer.Force, "force", false, "delete a non-empty directory that is in the way of a file or symlink")
 	f.StringVarP(&r.SSH.Rsh, "rsh", "e", "", "run each stream through this remote shell command (e.g. 'ssh -p 2222') instead of the built-in SSH client")
-	f.StringVar(&r.SSH.RemotePath, "remote-path", "", "restoresync binary on the remote host (like rsync's --rsync-path)")
+	f.StringVar(&r.SSH.RemotePath, "remote-path", "", "restoresync binary on the remote host (like rsync's --rsync-path); 'none': no agent there (tar and rsync methods use the remote's own tools)")
 	f.StringVarP(&r.SSH.ConfigFile, "config-file", "F", "", "ssh_config file (default ~/.ssh/config; 'none' for no file)")
 	f.StringArrayVarP(&r.SSH.Identities, "identity", "i", nil, "private key file (repeatable)")
 	f.StringArrayVar(&r.SSH.KnownHosts, "known-hosts", nil, "known_hosts file (repeatable; default ~/.ssh/known_hosts)")
@@ -90,6 +94,7 @@ func (o *restoreOptions) addFlags(cmd *cobra.Command) {
 func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args []string) error {
 	r := o.opts
 	r.Src, r.Dst = args[0], args[1]
+	r.Stdin = cmd.InOrStdin() // SRC "-": a tar archive on standard input
 	r.Version = version
 	r.Writer.BlockSizeBytes = int64(o.blockSize)
 	r.Writer.WriteBufferBytes = int(o.writeBuf)

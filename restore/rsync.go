@@ -1,0 +1,266 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gokrazy/rsync/rsyncclient"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/treewalk"
+)
+
+// MethodRsync: the rsync protocol (version 27, as gokrazy/rsync v0.3.3
+// speaks it) with gokrazy/rsync's receiver here and a stock rsync sender on
+// the remote (the system "rsync --server --sender", run directly over SSH
+// when the remote has no agent, or by our agent), so that files present in
+// DST in an older version cross the wire as rsync deltas. restoresync then
+// completes, from the source's file list, what protocol 27 and gokrazy do
+// not: owners (--chown, --usermap, --groupmap, --numeric-ids), setuid and
+// setgid bits, --chmod, nanosecond mtimes, directory metadata, symlinks,
+// special files and hardlinks. Pull only (see runRsync for why not push).
+const MethodRsync Method = "rsync"
+
+func init() { registerMethod(MethodRsync, runRsync) }
+
+// rsyncArgs are the options of the gokrazy client (and so of the remote
+// sender): recursive, times, perms. Not -l, -D, -o, -g: symlinks, special
+// files and owners are made by the safe writer afterwards, so that gokrazy
+// never creates a symlink and never gives a file another account's uid
+// (with -o it would chown to the sender's numeric id, unmapped, for a moment
+// readable by whoever has that id here). gokrazy already drops setuid and
+// setgid bits (it applies only the 0777 bits). Not -H: gokrazy's protocol
+// 27 file list reader does not parse hardlink data.
+var rsyncArgs = []string{"-rtp"}
+
+// runRsync is the rsync method.
+func runRsync(ctx context.Context, o Options, src, dst transfer.Location, rep *Report) error {
+	rep.Compression = "none" // rsync's own protocol, uncompressed here
+	rep.Jobs = 1
+	switch {
+	case dst.Remote():
+		return fmt.Errorf("%w: --method rsync cannot push: gokrazy/rsync v0.3.3 sends 256 KiB literal chunks, which rsync receivers before 3.5 reject "+
+			"(3.2.7: \"invalid uncompressed token length 262144\"; 3.4.3 and 3.4.4 reported likewise), and without an agent there the remote tree "+
+			"could not be completed (hardlinks, owners, nanosecond mtimes); use --method raw to push", ErrUsage)
+	case !src.Remote():
+		return fmt.Errorf("%w: --method rsync needs a remote SRC; use --method raw for a local copy", ErrUsage)
+	}
+	d, err := dialer(o, src)
+	if err != nil {
+		return err
+	}
+	pull, err := openRsyncPull(ctx, o, d, src)
+	if err != nil {
+		return err
+	}
+	defer pull.close()
+	w, err := NewWriter(dst.Path, o.Writer)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	err = pull.run(ctx, w, dst.Path, rep)
+	rep.WireBytes = pull.wireBytes()
+	return err
+}
+
+// rsyncPull is a pull with the rsync method: the source's file list and an
+// rsync stream to a remote sender.
+type rsyncPull struct {
+	list     treewalk.List
+	listWire int64 // bytes the listing took on the wire
+	stream   *transfer.RsyncStream
+	agent    bool
+}
+
+// openRsyncPull gets the file list and opens the rsync stream, both at
+// once: with the agent, the list from a raw sender stream and the rsync
+// protocol from a RoleRsyncSender stream; agent-less (--remote-path none),
+// the list from the remote's GNU find and the protocol from the remote's
+// "rsync --server --sender". Nothing is written before both succeed.
+func openRsyncPull(ctx context.Context, o Options, d transfer.Dialer, src transfer.Location) (*rsyncPull, error) {
+	p := &rsyncPull{agent: o.SSH.RemotePath != NoAgent}
+	var cd transfer.CommandDialer
+	if !p.agent {
+		var ok bool
+		if cd, ok = d.(transfer.CommandDialer); !ok {
+			return nil, fmt.Errorf("%w: --remote-path none needs an SSH connection (built-in or -e)", ErrUsage)
+		}
+	}
+	root := strings.TrimSuffix(src.Path, "/")
+	if root == "" {
+		root = "/"
+	}
+	client, err := rsyncclient.New(rsyncArgs, rsyncclient.DontRestrict())
+	if err != nil {
+		return nil, fmt.Errorf("rsync client: %w", err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		var err error
+		if p.agent {
+			p.list, p.listWire, err = agentList(gctx, o, d, src.Path)
+		} else {
+			p.list, p.listWire, err = findList(gctx, cd, root)
+		}
+		if err != nil {
+			return fmt.Errorf("file list: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		var err error
+		if p.agent {
+			p.stream, err = transfer.DialRsyncSender(gctx, d, transfer.Hello{Path: src.Path, RsyncArgs: rsyncArgs, Version: o.Version})
+		} else {
+			var quoted []string
+			for _, a := range client.ServerCommandOptions(strings.TrimSuffix(root, "/") + "/") {
+				quoted = append(quoted, transfer.ShellQuote(a))
+			}
+			var s transfer.Stream
+			s, err = cd.WithCommand("rsync " + strings.Join(quoted, " ")).Dial(gctx)
+			if err == nil {
+				p.stream = transfer.NewRsyncStream(s)
+			}
+		}
+		return err
+	})
+	if err := g.Wait(); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// agentList gets the file list from the agent, as the raw method does.
+func agentList(ctx context.Context, o Options, d transfer.Dialer, path string) (treewalk.List, int64, error) {
+	c, err := dialStream(ctx, d, transfer.Hello{Role: transfer.RoleSender, Path: path, Version: o.Version, Compression: o.Compression.String()})
+	if err != nil {
+		return treewalk.List{}, 0, err
+	}
+	list, err := c.List(ctx)
+	cerr := c.Close()
+	sent, recv := c.WireBytes()
+	if err == nil && cerr != nil && !errors.Is(cerr, context.Canceled) {
+		err = cerr
+	}
+	return list, sent + recv, err
+}
+
+// findList gets the file list agent-less, from the remote's GNU find.
+func findList(ctx context.Context, cd transfer.CommandDialer, root string) (treewalk.List, int64, error) {
+	s, err := cd.WithCommand(findListCommand(root)).Dial(ctx)
+	if err != nil {
+		return treewalk.List{}, 0, err
+	}
+	defer s.Close()
+	stop := context.AfterFunc(ctx, func() { s.Close() })
+	defer stop()
+	s.CloseWrite()
+	rs := transfer.NewRsyncStream(s)
+	list, err := parseFindList(rs)
+	_, recv := rs.WireBytes()
+	if err != nil {
+		if ctx.Err() != nil {
+			return list, recv, ctx.Err()
+		}
+		if errors.Is(err, errFindOutput) {
+			err = fmt.Errorf("%w: %w", transfer.ErrProtocol, err)
+		}
+		if msg := strings.TrimSpace(s.Stderr()); msg != "" {
+			err = fmt.Errorf("%w; remote stderr: %s (the agent-less rsync method needs GNU find on the remote)", err, msg)
+		}
+	}
+	return list, recv, err
+}
+
+// run transfers with gokrazy's receiver into dstPath, then completes the
+// tree through w.
+func (p *rsyncPull) run(ctx context.Context, w *Writer, dstPath string, rep *Report) error {
+	entries := p.list.Entries
+	for _, pe := range p.list.Errors {
+		rep.addError(pe.Path, pe.Err)
+	}
+	for i := range entries {
+		switch e := &entries[i]; {
+		case e.Kind == treewalk.KindDir && e.Path != ".":
+			rep.Dirs++
+		case e.Kind == treewalk.KindSymlink:
+			rep.Symlinks++
+		case e.IsHardlink():
+			rep.Hardlinks++
+		}
+	}
+	need, bytes, err := w.rsyncQuickCheck(ctx, entries)
+	if err != nil {
+		return err
+	}
+	stderr := &tailWriter{max: 4 << 10}
+	client, err := rsyncclient.New(rsyncArgs, rsyncclient.DontRestrict(), rsyncclient.WithStderr(stderr))
+	if err != nil {
+		return fmt.Errorf("rsync client: %w", err)
+	}
+	// rsyncclient.Run ignores its context: closing the stream unblocks it.
+	stop := context.AfterFunc(ctx, func() { p.stream.Close() })
+	_, err = client.Run(ctx, p.stream, []string{dstPath})
+	stop()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		msg := strings.TrimSpace(stderr.String())
+		if r := strings.TrimSpace(p.stream.Stderr()); r != "" {
+			msg = strings.TrimSpace(msg + "; remote stderr: " + r)
+		}
+		if msg != "" {
+			msg = " (" + msg + ")"
+		}
+		return fmt.Errorf("%w: rsync (protocol 27, gokrazy/rsync): %w%s", transfer.ErrProtocol, err, msg)
+	}
+	p.stream.CloseWrite()
+	rep.Files, rep.Bytes = need, bytes
+	dataFiles := 0
+	for i := range entries {
+		if entries[i].HasData() {
+			dataFiles++
+		}
+	}
+	rep.Skipped = dataFiles - need
+	fixErrs, err := w.FixRsync(ctx, entries)
+	if err != nil {
+		return fmt.Errorf("complete the rsync transfer: %w", err)
+	}
+	failed := map[string]bool{}
+	for _, pe := range fixErrs {
+		rep.addError(pe.Path, pe.Err)
+		failed[pe.Path] = true
+	}
+	finishErrs, err := w.Finish(ctx, entries)
+	if err != nil {
+		return fmt.Errorf("finish: %w", err)
+	}
+	for _, pe := range finishErrs {
+		if !failed[pe.Path] {
+			rep.addError(pe.Path, pe.Err)
+		}
+	}
+	return ctx.Err()
+}
+
+func (p *rsyncPull) wireBytes() int64 {
+	n := p.listWire
+	if p.stream != nil {
+		s, r := p.stream.WireBytes()
+		n += s + r
+	}
+	return n
+}
+
+func (p *rsyncPull) close() {
+	if p.stream != nil {
+		p.stream.Close()
+	}
+}

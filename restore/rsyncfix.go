@@ -1,0 +1,141 @@
+package restore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/restoresync/restoresync/treewalk"
+)
+
+// The rsync method's receiver (gokrazy/rsync) writes regular files and
+// directories into DST itself, not through the Writer: every path it
+// touches goes through an os.Root opened on DST, so nothing outside DST is
+// written (a symlink leading out is refused by os.Root), and it replaces a
+// non-directory where a directory belongs, or a non-file where a file
+// belongs, instead of writing through it. What it leaves undone is done
+// here, through the Writer's descriptor-based, symlink-proof operations:
+// FixRsync gives each regular file its owner, full mode and nanosecond
+// mtime, then Writer.Finish makes symlinks, special files and hardlinks and
+// sets directory metadata.
+
+// rsyncQuickCheck counts the regular files that the rsync transfer is
+// about to send (and their bytes): those that DST does not hold as a
+// regular file of the same size and the same mtime to the second, which is
+// what protocol 27 compares.
+func (w *Writer) rsyncQuickCheck(ctx context.Context, entries []treewalk.Entry) (files int, bytes int64, err error) {
+	cur := &dirCursor{w: w}
+	defer cur.close()
+	for i := range entries {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return 0, 0, ctx.Err()
+		}
+		e := &entries[i]
+		if !e.HasData() {
+			continue
+		}
+		if dirfd, base, err := cur.parent(e.Path); err == nil {
+			st, err := lstatAt(dirfd, base)
+			if err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == e.Size && st.Mtim.Sec == floorSec(e.MtimeNs) {
+				continue
+			}
+		}
+		files++
+		bytes += e.Size
+	}
+	return files, bytes, nil
+}
+
+// floorSec is ns in whole seconds, rounded down (as rsync sends times).
+func floorSec(ns int64) int64 {
+	s := ns / 1e9
+	if ns%1e9 < 0 {
+		s--
+	}
+	return s
+}
+
+// FixRsync completes the regular files that an rsync transfer placed in
+// the destination: each file that has data (hardlink followers are made by
+// Finish) is opened beneath the destination without following symlinks,
+// checked to be a regular file of the listed size, and gets the owner and
+// mode that the owner policy resolves and e's mtime to the nanosecond, on
+// its descriptor. Files whose metadata is already right are left alone.
+// It returns per-file errors (a file the transfer did not place, or placed
+// with another size, is one) and an error only when ctx ends. Call Finish
+// with the same entries afterwards. Not for concurrent use with other
+// writes to the same files.
+func (w *Writer) FixRsync(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
+	var errs []*treewalk.PathError
+	cur := &dirCursor{w: w}
+	defer cur.close()
+	for i := range entries {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return errs, ctx.Err()
+		}
+		e := &entries[i]
+		if !e.HasData() {
+			continue
+		}
+		if err := w.fixPlaced(cur, e); err != nil {
+			errs = append(errs, &treewalk.PathError{Path: e.Path, Err: err})
+		}
+	}
+	return errs, nil
+}
+
+// fixPlaced sets the metadata of one regular file placed by rsync.
+func (w *Writer) fixPlaced(cur *dirCursor, e *treewalk.Entry) error {
+	dirfd, base, err := cur.parent(e.Path)
+	if err != nil {
+		return err
+	}
+	fd, err := unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("not restored by rsync: %w", err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("rsync left a %s here", fileType(st.Mode))
+	}
+	if st.Size != e.Size {
+		return fmt.Errorf("rsync left %d bytes, the source has %d (did the source change during the restore?)", st.Size, e.Size)
+	}
+	uid, gid, mode := w.policy.Resolve(e)
+	if st.Mode&07777 == mode && st.Mtim.Nano() == e.MtimeNs && (!w.chown || int(st.Uid) == uid && int(st.Gid) == gid) {
+		return nil
+	}
+	return w.applyMeta(fd, e)
+}
+
+// tailWriter keeps the last max bytes written to it (gokrazy's log, for
+// error messages). Safe for concurrent use.
+type tailWriter struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+// Write appends p, keeping only the tail; it never fails.
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// String returns the kept bytes.
+func (t *tailWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

@@ -1,0 +1,180 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/treewalk"
+)
+
+// MethodTar: the remote agent sends the tree as POSIX pax tar archives, one
+// shard per stream, which are extracted straight into place by the safe
+// writer (no archive file is written on either side). Without an agent on
+// the remote host (or with --remote-path none) the remote's own tar runs
+// instead, on one stream. Every file is sent, even on a rerun: the quick
+// check only spares the destination's disk.
+const MethodTar Method = "tar"
+
+func init() { registerMethod(MethodTar, runTar) }
+
+// NoAgent is the --remote-path value that says the remote host has no
+// restoresync: methods that can do without it (tar) run the remote's own
+// tools.
+const NoAgent = "none"
+
+// runTar is the tar method: pull from an agent (sharded over o.Jobs
+// streams) or from the remote's tar; local → local through the same
+// sender in-process. Push is not supported.
+func runTar(ctx context.Context, o Options, src, dst transfer.Location, rep *Report) error {
+	if dst.Remote() {
+		return fmt.Errorf("%w: --method tar cannot push (local → remote) yet: use --method raw", ErrUsage)
+	}
+	if !src.Remote() {
+		o.Dialer = transfer.PipeDialer{Config: transfer.ServerConfig{Version: o.Version}}
+	}
+	d, err := dialer(o, src)
+	if err != nil {
+		return err
+	}
+	if o.SSH.RemotePath == NoAgent && o.Dialer == nil {
+		return runTarAgentless(ctx, o, d, src, dst, rep)
+	}
+	hello := func(shard int) transfer.Hello {
+		return transfer.Hello{Role: transfer.RoleTarSender, Path: src.Path, Version: o.Version,
+			Compression: o.Compression.String(), ReadBufferBytes: o.ReadBufferBytes, Shard: shard, Shards: o.Jobs}
+	}
+	// The first stream proves that the agent is there before DST is made.
+	first, err := dialTar(ctx, d, hello(0))
+	if err != nil {
+		if o.Dialer == nil && agentMissing(err) {
+			if o.Warnf != nil {
+				o.Warnf("no restoresync agent on %s (%v): using the remote's tar on one stream", src.Host, err)
+			}
+			return runTarAgentless(ctx, o, d, src, dst, rep)
+		}
+		return err
+	}
+	w, err := NewWriter(dst.Path, o.Writer)
+	if err != nil {
+		first.close(true)
+		return err
+	}
+	defer w.Close()
+	x := newExtractor(w, rep)
+	x.protoErr = transfer.ErrProtocol
+
+	var mu sync.Mutex
+	streams := []*tarStream{first}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return first.extract(gctx, x) })
+	for k := 1; k < o.Jobs; k++ {
+		g.Go(func() error {
+			ts, err := dialTar(gctx, d, hello(k))
+			if err != nil {
+				// Each shard holds its own files: one missing fails the run.
+				return fmt.Errorf("tar stream %d of %d: %w", k+1, o.Jobs, err)
+			}
+			mu.Lock()
+			streams = append(streams, ts)
+			mu.Unlock()
+			return ts.extract(gctx, x)
+		})
+	}
+	err = g.Wait()
+	if err == nil {
+		err = x.finishAll(ctx, nil)
+	}
+	var cg errgroup.Group
+	cerrs := make([]error, len(streams))
+	for i, ts := range streams {
+		cg.Go(func() error { cerrs[i] = ts.close(err != nil); return nil })
+	}
+	cg.Wait()
+	for _, ts := range streams {
+		rep.WireBytes += ts.wireBytes()
+	}
+	if err == nil {
+		if cerr := errors.Join(cerrs...); cerr != nil && !errors.Is(cerr, context.Canceled) {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	return err
+}
+
+// tarStream is one tar-sender stream.
+type tarStream struct {
+	s transfer.Stream
+	c *transfer.Conn
+}
+
+func dialTar(ctx context.Context, d transfer.Dialer, h transfer.Hello) (*tarStream, error) {
+	s, err := d.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := transfer.Handshake(ctx, s, h)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return &tarStream{s: s, c: c}, nil
+}
+
+// extract reads the stream's archive into x; ctx's cancellation closes the
+// stream to end a blocked read.
+func (ts *tarStream) extract(ctx context.Context, x *extractor) error {
+	stop := context.AfterFunc(ctx, func() { ts.s.Close() })
+	defer stop()
+	err := x.extract(ctx, ts.c.TarReader(), true)
+	if err != nil && ctx.Err() == nil {
+		if msg := ts.s.Stderr(); msg != "" {
+			err = fmt.Errorf("%w; remote stderr: %s", err, strings.TrimSpace(msg))
+		}
+	}
+	return err
+}
+
+func (ts *tarStream) close(abort bool) error { return ts.c.CloseTar(abort) }
+
+func (ts *tarStream) wireBytes() int64 {
+	s, r := ts.c.WireBytes()
+	return s + r
+}
+
+// agentMissing reports whether a handshake failed because the remote host
+// has no restoresync agent: the remote shell could not find the command,
+// or something else than the agent answered.
+func agentMissing(err error) bool {
+	if !errors.Is(err, transfer.ErrProtocol) {
+		return false
+	}
+	msg := err.Error()
+	for _, sign := range []string{"not a restoresync agent", "status 127", "not found", "No such file or directory"} {
+		if strings.Contains(msg, sign) {
+			return true
+		}
+	}
+	return false
+}
+
+// rootEntry is the metadata a destination gets when an archive has no "./"
+// entry and the restore created the destination: a directory as tar makes
+// it (0755, now, owned by the user running the restore). It is nil when the
+// destination existed: its metadata is left alone.
+func rootEntry(existed bool) *treewalk.Entry {
+	if existed {
+		return nil
+	}
+	return &treewalk.Entry{Path: ".", Kind: treewalk.KindDir, Mode: 0o755, Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), MtimeNs: time.Now().UnixNano()}
+}
