@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the programs the tests use when they are missing: OpenSSH's
-# server and client, rsync, and GNU tar. Needs root (CI runs as root);
+# server and client, rsync, GNU tar, the zstd, lz4 and gzip tools (tar
+# archive tests) and chattr (a per-file failure test). Needs root (CI runs as root);
 # otherwise it says what to install.
 set -euo pipefail
 need=()
@@ -9,6 +10,10 @@ command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
 command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 command -v rsync >/dev/null 2>&1 || need+=(rsync)
 command -v tar >/dev/null 2>&1 || need+=(tar)
+command -v zstd >/dev/null 2>&1 || need+=(zstd)
+command -v lz4 >/dev/null 2>&1 || need+=(lz4)
+command -v gzip >/dev/null 2>&1 || need+=(gzip)
+command -v chattr >/dev/null 2>&1 || need+=(e2fsprogs)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "deps: missing ${need[*]}; install them (as root: apt-get install -y ${need[*]})" >&2
