@@ -31,8 +31,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzMessages$$' -fuzztime $(FUZZTIME) ./transfer/
 	$(GO) test -run '^$$' -fuzz '^FuzzValidPath$$' -fuzztime $(FUZZTIME) ./treewalk/
 
+# As root: a network namespace with a shaped link (LAB_RATE, LAB_DELAY) and
+# an sshd, a generated account (LAB_PROFILE, LAB_SCALE), 'bench run' with the
+# baselines; writes bench/results/<date>-<profile>-<link>.md. See
+# scripts/lab.sh for the knobs.
 bench: deps build
-	RESTORESYNC_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 3x ./transfer/ ./restore/
+	./scripts/lab.sh $(BIN)
 
 lint:
 	$(GO) vet ./...

@@ -15,4 +15,14 @@
 // Generate writes only beneath the directory it is given, through an
 // os.Root. An interrupted Generate leaves a partial tree behind, with wrong
 // modes and times; remove it and start again.
+//
+// Run times restores of a tree (the restoresync binary as a subprocess, with
+// each method, codec and job count, and the rsync and tar baselines), each
+// into a fresh temporary destination that it verifies and removes, and
+// reports medians (WriteResults, WriteChart). It only reads its source; the
+// delta rows restore from a changed copy (MakeDeltaCopy). An interrupted Run
+// removes its temporary directory on return; a killed one leaves
+// restoresync-bench-* in the temporary directory (and, for a remote delta
+// run, restoresync-bench-delta-* on the source host). Relay is the lab's
+// delaying TCP link.
 package bench

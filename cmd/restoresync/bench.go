@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -10,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/restoresync/restoresync/bench"
+	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -22,9 +27,9 @@ func newBenchCmd() *cobra.Command {
 		Short: "Make reproducible test trees and check restored ones",
 		Long: `Tools for benchmarks and tests: 'gen' makes a realistic tree that is the same
 byte for byte for the same flags, 'compare' checks a restored tree against
-its source.`,
+its source, 'run' times restore methods against rsync and tar on a tree.`,
 	}
-	cmd.AddCommand(newBenchGenCmd(), newBenchCompareCmd())
+	cmd.AddCommand(newBenchGenCmd(), newBenchCompareCmd(), newBenchRunCmd(), newBenchDeltaCopyCmd(), newBenchRelayCmd())
 	return cmd
 }
 
@@ -139,4 +144,164 @@ func runBenchCompare(ctx context.Context, cmd *cobra.Command, o *benchCompareOpt
 	}
 	fmt.Fprintf(out, "%s and %s are identical (content, kind, mode, owner, mtime, symlink targets, hardlink groups)\n", args[0], args[1])
 	return nil
+}
+
+// benchRunOptions are the bench run command's flags.
+type benchRunOptions struct {
+	run        bench.RunOptions
+	delta      string
+	format     string
+	out, chart string
+}
+
+func newBenchRunCmd() *cobra.Command {
+	o := &benchRunOptions{format: "table"}
+	o.run.Runs = 3
+	cmd := &cobra.Command{
+		Use:   "run --src [host:]DIR [flags]",
+		Short: "Time restore methods, codecs and job counts against rsync and tar",
+		Long: `Restore --src into fresh temporary destinations with every combination of
+--methods, --compress and --jobs, and with each --baselines command, --runs
+times each; verify every result (entry by entry when --src is local, by
+counts and sizes when remote) and print the medians: wall seconds, MiB/s of
+payload, MiB on the wire, compression ratio, the client's CPU seconds (ssh
+and tar included) and the ratio to 'rsync -aH' of the same run. SRC is only
+read: --delta changes a copy of it (on the source host, through the agent,
+when remote). Each restoresync row runs this binary's 'restore --json' with
+the connection flags given here; baselines use the system ssh with the same
+-F, -i and --known-hosts (or the -e command). Progress goes to stderr.
+
+Baselines: rsync (rsync -aH), rsync-z (rsync -aHz --compress-choice=zstd),
+tar-ssh (ssh HOST tar -cf - | tar -xpf -), targz-scp (tar -czf on the host,
+scp, tar -xzf); 'none' for none. One whose programs are missing is skipped
+with a note.`,
+		Example: `  restoresync bench run --src backup:/snapshots/daily.0/alice --methods raw,tar,rsync \
+      --compress none,zstd --jobs 1,4,8 --baselines rsync,rsync-z,tar-ssh --chart out.svg
+  restoresync bench run --src /srv/test/alice --delta 1% --format markdown --out results.md`,
+		Args: usageArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBenchRun(cmd.Context(), cmd, o)
+		},
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func (o *benchRunOptions) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.SortFlags = false
+	r := &o.run
+	f.StringVar(&r.Src, "src", "", "tree to restore: DIR, [user@]host:DIR or ssh://[user@]host[:port]/DIR (required)")
+	f.StringSliceVar(&r.Methods, "methods", []string{"raw"}, "restore methods to time: "+strings.Join(restore.Methods(), ", "))
+	f.StringSliceVar(&r.Compressions, "compress", []string{"zstd"}, "codecs to time: none, lz4, zstd, gzip (optionally :LEVEL)")
+	f.IntSliceVarP(&r.Jobs, "jobs", "j", []int{4}, "parallel stream counts to time")
+	f.StringSliceVar(&r.Baselines, "baselines", []string{"rsync", "rsync-z", "tar-ssh"}, "baselines to time: "+strings.Join(bench.Baselines(), ", ")+" or none")
+	f.IntVar(&r.Runs, "runs", r.Runs, "runs per row; the median is reported")
+	f.StringVar(&o.delta, "delta", "", "also time a second restore after changing this share of the files (e.g. 1%)")
+	f.Int64Var(&r.Seed, "seed", 1, "select which files --delta changes")
+	f.StringVar(&o.format, "format", o.format, "output format: "+strings.Join(bench.Formats(), ", "))
+	f.StringVarP(&o.out, "out", "o", "", "write the results to this file instead of stdout")
+	f.StringVar(&o.chart, "chart", "", "draw the median wall times as an SVG bar chart into this file")
+	f.StringVar(&r.TempDir, "tmp", "", "directory for the destinations (default: the system's temporary directory)")
+	f.StringVarP(&r.SSH.Rsh, "rsh", "e", "", "remote shell command for restores and baselines (e.g. 'ssh -p 2222')")
+	f.StringVar(&r.SSH.RemotePath, "remote-path", "", "restoresync binary on the remote host; 'none': no agent there")
+	f.StringVarP(&r.SSH.ConfigFile, "config-file", "F", "", "ssh_config file")
+	f.StringArrayVarP(&r.SSH.Identities, "identity", "i", nil, "private key file (repeatable)")
+	f.StringArrayVar(&r.SSH.KnownHosts, "known-hosts", nil, "known_hosts file (repeatable)")
+}
+
+func runBenchRun(ctx context.Context, cmd *cobra.Command, o *benchRunOptions) error {
+	if o.run.Src == "" {
+		return &usageError{"bench run needs --src DIR"}
+	}
+	if !slices.Contains(bench.Formats(), o.format) {
+		return &usageError{fmt.Sprintf("unknown --format %q (valid: %s)", o.format, strings.Join(bench.Formats(), ", "))}
+	}
+	if o.delta != "" {
+		p, err := bench.ParsePercent(o.delta)
+		if err != nil {
+			return &usageError{"--delta: " + err.Error()}
+		}
+		o.run.DeltaPercent = p
+	}
+	if slices.Equal(o.run.Baselines, []string{"none"}) {
+		o.run.Baselines = nil
+	}
+	o.run.Log = cmd.ErrOrStderr()
+	res, err := bench.Run(ctx, o.run)
+	if err != nil {
+		return err
+	}
+	write := func(w io.Writer) error { return bench.WriteResults(w, res, o.format) }
+	if o.out == "" {
+		err = write(cmd.OutOrStdout())
+	} else {
+		err = writeFile(o.out, write)
+	}
+	if err != nil {
+		return err
+	}
+	if o.chart != "" {
+		if err := writeFile(o.chart, func(w io.Writer) error { return bench.WriteChart(w, res) }); err != nil {
+			return err
+		}
+	}
+	if res.Failed() {
+		return &exitError{exitPartial, errors.New("some restoresync rows failed or did not verify (see the verified column)")}
+	}
+	return nil
+}
+
+// writeFile creates path and writes it with write.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func newBenchDeltaCopyCmd() *cobra.Command {
+	var percent string
+	var seed int64
+	cmd := &cobra.Command{
+		Use:    "delta-copy --percent P [--seed N] DIR",
+		Short:  "Copy DIR to a new temporary directory and change P% of its files (bench run --delta on the source host)",
+		Hidden: true,
+		Args:   usageArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := bench.ParsePercent(percent)
+			if err != nil {
+				return &usageError{"--percent: " + err.Error()}
+			}
+			return bench.WriteDeltaCopy(cmd.Context(), cmd.OutOrStdout(), args[0], p, seed)
+		},
+	}
+	cmd.Flags().StringVar(&percent, "percent", "1", "share of the files to change, in percent")
+	cmd.Flags().Int64Var(&seed, "seed", 1, "select which files change")
+	return cmd
+}
+
+func newBenchRelayCmd() *cobra.Command {
+	var o bench.RelayOptions
+	cmd := &cobra.Command{
+		Use:    "relay --listen ADDR --to ADDR [--delay D]",
+		Short:  "Relay TCP connections, delaying each direction (the benchmark lab's link)",
+		Hidden: true,
+		Args:   usageArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Ready = func(a net.Addr) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "relay: %s -> %s, %v each way\n", a, o.To, o.Delay)
+			}
+			return bench.Relay(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Listen, "listen", "127.0.0.1:0", "address to listen on")
+	cmd.Flags().StringVar(&o.To, "to", "", "address to connect each client to")
+	cmd.Flags().DurationVar(&o.Delay, "delay", 0, "delay added to each direction (one way)")
+	return cmd
 }

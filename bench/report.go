@@ -1,0 +1,237 @@
+package bench
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Phases of a row: a restore into an empty destination, or the second
+// restore after RunOptions.DeltaPercent of the files changed.
+const (
+	PhaseFull  = "full"
+	PhaseDelta = "delta"
+)
+
+// Results is what Run measured: one Row per restore configuration and
+// phase, in the order they ran, and notes on what was skipped or could not
+// be measured.
+type Results struct {
+	// Source is the --src that was restored, as given.
+	Source string `json:"source"`
+	// Remote is true when Source is on another host (a pull over SSH).
+	Remote bool `json:"remote"`
+	// PayloadBytes is the size of the restored regular files, each inode
+	// once, in bytes.
+	PayloadBytes int64 `json:"payload_bytes"`
+	// Files is the number of regular files (inodes) restored.
+	Files int `json:"files"`
+	// Runs is how many times each row was timed.
+	Runs int `json:"runs"`
+	// DeltaPercent is the share of files changed for the delta rows, in
+	// percent; 0 when there are none.
+	DeltaPercent float64 `json:"delta_percent"`
+	// Started is when the run began.
+	Started time.Time `json:"started"`
+	// Rows are the measurements.
+	Rows []Row `json:"rows"`
+	// Notes say what was skipped and why, and how to read the numbers.
+	Notes []string `json:"notes"`
+}
+
+// Row is one configuration's measurement over all runs: medians, so that
+// one slow run does not decide the result.
+type Row struct {
+	// Tool is "restoresync" or the baseline's name (BaselineRsync, ...).
+	Tool string `json:"tool"`
+	// Method is restoresync's --method, or the baseline's command in
+	// short ("rsync -aH", "tar|ssh|tar").
+	Method string `json:"method"`
+	// Codec is the compression asked for ("none", "zstd", ...), "-" when
+	// the tool has no choice.
+	Codec string `json:"codec"`
+	// Jobs is the number of parallel streams (1 for baselines).
+	Jobs int `json:"jobs"`
+	// Phase is PhaseFull or PhaseDelta.
+	Phase string `json:"phase"`
+	// WallSeconds are the wall times of each run, in seconds.
+	WallSeconds []float64 `json:"wall_seconds"`
+	// MedianWallSeconds is the median of WallSeconds.
+	MedianWallSeconds float64 `json:"median_wall_seconds"`
+	// PayloadBytes is the file data the row moved, in bytes: the whole
+	// tree for full rows, the changed files for delta rows when the tool
+	// says so.
+	PayloadBytes int64 `json:"payload_bytes"`
+	// MiBPerSecond is PayloadBytes / MedianWallSeconds in MiB/s.
+	MiBPerSecond float64 `json:"mib_per_second"`
+	// WireBytes is the median of what crossed the connection, in bytes, as
+	// the tool reports it (restoresync's wire_bytes, rsync's --stats sent
+	// plus received, the tar stream counted by a relay, the .tar.gz
+	// copied); 0 when not measured or nothing crossed a network.
+	WireBytes int64 `json:"wire_bytes"`
+	// CompressionRatio is PayloadBytes / WireBytes; 0 when WireBytes is 0.
+	CompressionRatio float64 `json:"compression_ratio"`
+	// ClientCPUSeconds is the median CPU time (user + system, in seconds)
+	// of the client processes and the children they waited for (ssh, tar);
+	// the far side's sshd and agent are not included.
+	ClientCPUSeconds float64 `json:"client_cpu_seconds"`
+	// VsRsync is MedianWallSeconds divided by that of the rsync baseline
+	// of the same phase in the same run; 0 when that baseline did not run.
+	VsRsync float64 `json:"vs_rsync"`
+	// Verified says how the result was checked: "ok", "skipped", or what
+	// differed.
+	Verified string `json:"verified"`
+	// Error is set when the row failed; its numbers are then incomplete.
+	Error string `json:"error,omitempty"`
+}
+
+// Label names the row for people and charts: "raw zstd j4", "rsync -aH",
+// with " (delta)" for delta rows.
+func (r *Row) Label() string {
+	s := r.Method
+	if r.Tool == ToolRestoresync {
+		s = fmt.Sprintf("%s %s j%d", r.Method, r.Codec, r.Jobs)
+	}
+	if r.Phase == PhaseDelta {
+		s += " (delta)"
+	}
+	return s
+}
+
+// Formats lists the output formats WriteResults accepts.
+func Formats() []string { return []string{"table", "markdown", "csv", "json"} }
+
+// WriteResults writes res to w in format, one of Formats.
+func WriteResults(w io.Writer, res *Results, format string) error {
+	var err error
+	switch format {
+	case "table", "":
+		err = writeTable(w, res)
+	case "markdown":
+		err = writeMarkdown(w, res)
+	case "csv":
+		err = writeCSV(w, res)
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(res)
+	default:
+		return fmt.Errorf("unknown format %q (valid: %s)", format, strings.Join(Formats(), ", "))
+	}
+	if err != nil {
+		return fmt.Errorf("write %s results: %w", format, err)
+	}
+	return nil
+}
+
+var tableHeader = []string{"method", "codec", "jobs", "phase", "median wall s", "MiB/s", "wire MiB", "ratio", "client CPU s", "vs rsync", "verified"}
+
+// cells formats r's columns for the table and Markdown formats.
+func (r *Row) cells() []string {
+	blank := func(ok bool, s string) string {
+		if !ok {
+			return "-"
+		}
+		return s
+	}
+	verified := r.Verified
+	if r.Error != "" {
+		verified = "FAILED: " + r.Error
+	}
+	jobs := strconv.Itoa(r.Jobs)
+	if r.Tool != ToolRestoresync {
+		jobs = "-"
+	}
+	return []string{
+		r.Method, r.Codec, jobs, r.Phase,
+		blank(r.MedianWallSeconds > 0, fmt.Sprintf("%.2f", r.MedianWallSeconds)),
+		blank(r.MiBPerSecond > 0, fmt.Sprintf("%.1f", r.MiBPerSecond)),
+		blank(r.WireBytes > 0, fmt.Sprintf("%.1f", float64(r.WireBytes)/(1<<20))),
+		blank(r.CompressionRatio > 0, fmt.Sprintf("%.2f", r.CompressionRatio)),
+		blank(r.ClientCPUSeconds > 0, fmt.Sprintf("%.2f", r.ClientCPUSeconds)),
+		blank(r.VsRsync > 0, fmt.Sprintf("%.2f×", r.VsRsync)),
+		verified,
+	}
+}
+
+// summary is the line above the table.
+func (res *Results) summary() string {
+	where := "local"
+	if res.Remote {
+		where = "remote"
+	}
+	s := fmt.Sprintf("%s (%s): %d files, %.1f MiB; median of %d run(s)", res.Source, where, res.Files,
+		float64(res.PayloadBytes)/(1<<20), res.Runs)
+	if res.DeltaPercent > 0 {
+		s += fmt.Sprintf("; delta rows after changing %g%% of the files", res.DeltaPercent)
+	}
+	return s
+}
+
+func writeTable(w io.Writer, res *Results) error {
+	if _, err := fmt.Fprintln(w, res.summary()); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(tableHeader, "\t"))
+	for i := range res.Rows {
+		fmt.Fprintln(tw, strings.Join(res.Rows[i].cells(), "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range res.Notes {
+		if _, err := fmt.Fprintln(w, "note: "+n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeMarkdown(w io.Writer, res *Results) error {
+	var b strings.Builder
+	b.WriteString(res.summary() + "\n\n")
+	b.WriteString("| " + strings.Join(tableHeader, " | ") + " |\n|")
+	for i := range tableHeader {
+		if i >= 2 && i != 3 && i != len(tableHeader)-1 {
+			b.WriteString("---:|")
+		} else {
+			b.WriteString("---|")
+		}
+	}
+	b.WriteString("\n")
+	for i := range res.Rows {
+		cells := res.Rows[i].cells()
+		for j, c := range cells {
+			cells[j] = strings.ReplaceAll(c, "|", `\|`)
+		}
+		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+	}
+	if len(res.Notes) > 0 {
+		b.WriteString("\n")
+		for _, n := range res.Notes {
+			b.WriteString("- " + n + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeCSV(w io.Writer, res *Results) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"tool", "method", "codec", "jobs", "phase", "median_wall_seconds", "mib_per_second",
+		"payload_bytes", "wire_bytes", "compression_ratio", "client_cpu_seconds", "vs_rsync", "verified", "error"})
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
+	for _, r := range res.Rows {
+		cw.Write([]string{r.Tool, r.Method, r.Codec, strconv.Itoa(r.Jobs), r.Phase, f(r.MedianWallSeconds),
+			f(r.MiBPerSecond), strconv.FormatInt(r.PayloadBytes, 10), strconv.FormatInt(r.WireBytes, 10),
+			f(r.CompressionRatio), f(r.ClientCPUSeconds), f(r.VsRsync), r.Verified, r.Error})
+	}
+	cw.Flush()
+	return cw.Error()
+}

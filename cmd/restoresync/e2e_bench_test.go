@@ -1,0 +1,158 @@
+package main
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/restoresync/restoresync/bench"
+	"github.com/restoresync/restoresync/internal/testsshd"
+)
+
+// benchTree is a tiny hosting account for the bench run tests.
+var benchTree = &sharedTree{name: "bench-run", args: []string{"--profile", "hosting", "--scale", "0.01", "--seed", "3"}}
+
+// requireTools fails t when a program the test needs is missing.
+func requireTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is required for this test (make test installs it): %v", tool, err)
+		}
+	}
+}
+
+// runBenchJSON runs bench run with args and --format json, and decodes the
+// results.
+func runBenchJSON(t *testing.T, args ...string) bench.Results {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "results.json")
+	r := mustRun(t, append(append([]string{"bench", "run"}, args...), "--format", "json", "--out", out)...)
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res bench.Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatalf("bench run --format json: %v\n%s\n%s", err, b, r)
+	}
+	return res
+}
+
+// findRow returns the row of tool (and method for restoresync) in phase.
+func findRow(t *testing.T, res bench.Results, tool, method, phase string) bench.Row {
+	t.Helper()
+	for _, r := range res.Rows {
+		if r.Tool == tool && (method == "" || r.Method == method) && r.Phase == phase {
+			return r
+		}
+	}
+	t.Fatalf("no %s %s %s row in %+v", tool, method, phase, res.Rows)
+	return bench.Row{}
+}
+
+func TestBenchRunLocal(t *testing.T) {
+	e2e(t)
+	t.Parallel()
+	requireTools(t, "rsync")
+	src := benchTree.get(t)
+	dir := t.TempDir()
+	chart := filepath.Join(dir, "chart.svg")
+	r := mustRun(t, "bench", "run", "--src", src, "--methods", "raw", "--compress", "none,zstd", "--jobs", "1",
+		"--runs", "1", "--baselines", "rsync", "--chart", chart, "--tmp", dir)
+	for _, want := range []string{"median wall s", "raw ", "rsync -aH", "ok"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	res := runBenchJSON(t, "--src", src, "--methods", "raw", "--compress", "none", "--jobs", "1", "--runs", "1", "--baselines", "rsync")
+	if len(res.Rows) != 2 || res.PayloadBytes <= 0 || res.Files <= 0 {
+		t.Fatalf("want 2 rows and a payload, got %+v", res)
+	}
+	for _, row := range res.Rows {
+		if row.Error != "" || row.Verified != "ok" {
+			t.Errorf("row %s: error %q, verified %q", row.Label(), row.Error, row.Verified)
+		}
+		if row.MedianWallSeconds <= 0 || row.MiBPerSecond <= 0 || row.ClientCPUSeconds <= 0 || row.VsRsync <= 0 || row.PayloadBytes <= 0 {
+			t.Errorf("row %s: want positive numbers, got %+v", row.Label(), row)
+		}
+	}
+	// The chart: well-formed XML with one bar per row of the table.
+	b, err := os.ReadFile(chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bars := countBars(t, b)
+	if bars != 2 {
+		t.Errorf("chart has %d bars, want 2 (raw none j1, rsync)", bars)
+	}
+	// SRC is never written: only the destinations and the delta copy are.
+	if r := runBin(t, "bench", "compare", src, src); r.code != 0 {
+		t.Errorf("source changed?\n%s", r)
+	}
+}
+
+// countBars parses an SVG and counts its rect elements of class "bar".
+func countBars(t *testing.T, svg []byte) int {
+	t.Helper()
+	dec := xml.NewDecoder(strings.NewReader(string(svg)))
+	bars := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			if err.Error() == "EOF" {
+				return bars
+			}
+			t.Fatalf("chart is not well-formed XML: %v\n%s", err, svg)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "rect" {
+			for _, a := range se.Attr {
+				if a.Name.Local == "class" && a.Value == "bar" {
+					bars++
+				}
+			}
+		}
+	}
+}
+
+func TestBenchRunSSHD(t *testing.T) {
+	e2e(t)
+	t.Parallel()
+	requireTools(t, "rsync", "tar", "ssh")
+	srv := testsshd.Start(t)
+	src := benchTree.get(t)
+	res := runBenchJSON(t, append(sshdArgs(srv), "--src", sshdURL(srv, src), "--methods", "raw", "--compress", "zstd",
+		"--jobs", "2", "--runs", "1", "--baselines", "rsync,tar-ssh", "--delta", "5%", "--tmp", t.TempDir())...)
+	if !res.Remote {
+		t.Errorf("results: remote = false for %s", res.Source)
+	}
+	for _, row := range res.Rows {
+		if row.Error != "" || row.Verified != "ok" && row.Verified != "skipped" {
+			t.Errorf("row %s: error %q, verified %q", row.Label(), row.Error, row.Verified)
+		}
+		if row.MedianWallSeconds <= 0 || row.WireBytes <= 0 {
+			t.Errorf("row %s: want positive wall time and wire bytes, got %+v", row.Label(), row)
+		}
+	}
+	full := findRow(t, res, bench.ToolRestoresync, "raw", bench.PhaseFull)
+	delta := findRow(t, res, bench.ToolRestoresync, "raw", bench.PhaseDelta)
+	if delta.WireBytes >= full.WireBytes {
+		t.Errorf("raw delta moved %d wire bytes, the full restore %d: want fewer", delta.WireBytes, full.WireBytes)
+	}
+	rfull := findRow(t, res, bench.BaselineRsync, "", bench.PhaseFull)
+	rdelta := findRow(t, res, bench.BaselineRsync, "", bench.PhaseDelta)
+	if rdelta.WireBytes >= rfull.WireBytes {
+		t.Errorf("rsync delta moved %d wire bytes, the full one %d: want fewer", rdelta.WireBytes, rfull.WireBytes)
+	}
+	tar := findRow(t, res, bench.BaselineTarSSH, "", bench.PhaseFull)
+	if tar.WireBytes < res.PayloadBytes {
+		t.Errorf("tar|ssh|tar relayed %d bytes, less than the payload %d", tar.WireBytes, res.PayloadBytes)
+	}
+	if full.CompressionRatio <= 1 {
+		t.Errorf("raw zstd: compression ratio %v, want > 1 on a hosting tree", full.CompressionRatio)
+	}
+}
