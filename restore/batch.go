@@ -26,22 +26,30 @@ type batch struct {
 
 // makeBatches plans the data transfer of the needed entries. Big work comes
 // first (largest files first), so that the streams finish together instead
-// of one ending with a big file while the others idle.
-func makeBatches(entries []treewalk.Entry, need []int, blockSize int64) []*batch {
+// of one ending with a big file while the others idle. A file with a
+// signature in sigs travels as a delta: each block of a split file with the
+// part of the signature around it. Batches count a delta's bytes in full:
+// its wire bytes are few, but it is read and written in full.
+func makeBatches(entries []treewalk.Entry, need []int, sigs map[int]*transfer.Signature, blockSize int64) []*batch {
 	var big, small []*batch
 	cur := &batch{}
 	for _, i := range need {
 		e := entries[i]
+		sig := sigs[i]
 		switch {
 		case e.Size > blockSize:
 			for off := int64(0); off < e.Size; off += blockSize {
 				n := min(blockSize, e.Size-off)
-				big = append(big, &batch{items: []transfer.Item{{Entry: e, Offset: off, Length: n, Split: true}}, bytes: n})
+				it := transfer.Item{Entry: e, Offset: off, Length: n, Split: true}
+				if sig != nil {
+					it.Delta = sig.Slice(off, off+n)
+				}
+				big = append(big, &batch{items: []transfer.Item{it}, bytes: n})
 			}
 		case e.Size >= batchBytes/2:
-			big = append(big, &batch{items: []transfer.Item{{Entry: e, Length: e.Size}}, bytes: e.Size})
+			big = append(big, &batch{items: []transfer.Item{{Entry: e, Length: e.Size, Delta: sig}}, bytes: e.Size})
 		default:
-			cur.items = append(cur.items, transfer.Item{Entry: e, Length: e.Size})
+			cur.items = append(cur.items, transfer.Item{Entry: e, Length: e.Size, Delta: sig})
 			cur.bytes += e.Size
 			if cur.bytes >= batchBytes || len(cur.items) >= batchFiles {
 				small = append(small, cur)

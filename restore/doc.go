@@ -16,6 +16,13 @@
 //     first; symlinks, hardlinks, empty files and empty directories are
 //     recreated as such.
 //
+// Delta (the raw method over a network): for a needed file that DST holds
+// as a regular file, Plan takes the signature of that copy (the basis); the
+// data then comes as a delta, rebuilt into the temporary file from the
+// basis, opened without following symlinks, and checked against the
+// sender's hash before the rename. A delta that fails (the basis changed,
+// the hash differs) is sent again whole, in the same run.
+//
 // What an interruption leaves behind: completed files in place, possibly
 // temporary files, and directories with mode 0700 and the current time as
 // mtime. A rerun skips the completed files (quick check: same size and

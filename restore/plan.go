@@ -53,9 +53,12 @@ func (c *dirCursor) close() {
 // symlink included, is replaced), runs rsync's quick check on regular files
 // (same size and mtime to the nanosecond: up to date, only its owner and
 // mode are corrected), and prepares the temporary files of needed files
-// larger than the block size. It returns the indices of the needed files.
+// larger than the block size. It returns the indices of the needed files
+// and, with WriterOptions.Delta, the signatures of those that DST holds as
+// a non-empty regular file (see signatures).
 func (w *Writer) Plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error) {
 	var res transfer.PlanResult
+	var bases []basisFile
 	cur := &dirCursor{w: w}
 	defer cur.close()
 	for i := range entries {
@@ -69,16 +72,23 @@ func (w *Writer) Plan(ctx context.Context, entries []treewalk.Entry) (transfer.P
 			err = w.mkdir(cur, e)
 		case e.HasData():
 			var need bool
-			need, err = w.check(cur, e)
+			var basisSize int64
+			need, basisSize, err = w.check(cur, e)
 			if need && err == nil {
 				res.Need = append(res.Need, i)
+				if basisSize > 0 && e.Size > 0 && w.opts.Delta {
+					bases = append(bases, basisFile{i, basisSize})
+				}
 			}
 		}
 		if err != nil {
 			res.Errors = append(res.Errors, &treewalk.PathError{Path: e.Path, Err: err})
 		}
 	}
-	return res, nil
+	cur.close()
+	var err error
+	res.Signatures, err = w.signatures(ctx, entries, bases)
+	return res, err
 }
 
 func (w *Writer) mkdir(cur *dirCursor, e *treewalk.Entry) error {
@@ -104,23 +114,27 @@ func (w *Writer) mkdir(cur *dirCursor, e *treewalk.Entry) error {
 }
 
 // check is the quick check of one regular file; it reports whether the file
-// must be sent and, for a large one, prepares its temporary file.
-func (w *Writer) check(cur *dirCursor, e *treewalk.Entry) (bool, error) {
+// must be sent, the size of the regular file DST holds there (0 if none),
+// and, for a large one, prepares its temporary file.
+func (w *Writer) check(cur *dirCursor, e *treewalk.Entry) (need bool, basisSize int64, err error) {
 	dirfd, base, err := cur.parent(e.Path)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	st, err := lstatAt(dirfd, base)
 	if err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == e.Size && st.Mtim.Nano() == e.MtimeNs {
-		return false, w.fixMeta(dirfd, base, &st, e)
+		return false, 0, w.fixMeta(dirfd, base, &st, e)
 	}
 	if err != nil && err != unix.ENOENT {
-		return false, err
+		return false, 0, err
+	}
+	if err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+		basisSize = st.Size
 	}
 	if e.Size > w.opts.BlockSizeBytes {
-		return true, w.prepareSplit(dirfd, base, e.Size)
+		return true, basisSize, w.prepareSplit(dirfd, base, e.Size)
 	}
-	return true, nil
+	return true, basisSize, nil
 }
 
 // fixMeta corrects the owner and mode of an up-to-date file.

@@ -27,6 +27,9 @@ type Report struct {
 	// Skipped is the number of regular files the quick check found up to
 	// date.
 	Skipped int `json:"skipped"`
+	// DeltaFiles is the number of the Files whose data was sent as a delta
+	// against the copy DST already held (raw method over a network).
+	DeltaFiles int `json:"delta_files"`
 	// Seconds is the wall time of the whole restore.
 	Seconds float64 `json:"seconds"`
 	// Errors lists the entries that could not be restored.

@@ -45,6 +45,10 @@ type Options struct {
 	// Stdin is read when Src is "-" (a tar archive on standard input); nil
 	// means os.Stdin.
 	Stdin io.Reader
+	// WholeFile turns the raw method's native delta off (rsync's
+	// --whole-file): a file that DST holds in another version is sent
+	// whole. Local restores never use deltas.
+	WholeFile bool
 	// Warnf, when not nil, is told of problems that do not fail the run
 	// (fewer streams than asked for could be opened). Called from the
 	// goroutine running Run.
@@ -126,7 +130,9 @@ func openSession(ctx context.Context, o Options, src, dst transfer.Location) (se
 		if err != nil {
 			return nil, err
 		}
-		w, err := NewWriter(dst.Path, o.Writer)
+		wo := o.Writer
+		wo.Delta = !o.WholeFile
+		w, err := NewWriter(dst.Path, wo)
 		if err != nil {
 			p.close(true)
 			return nil, err
@@ -137,7 +143,9 @@ func openSession(ctx context.Context, o Options, src, dst transfer.Location) (se
 		if err != nil {
 			return nil, err
 		}
-		opts, _ := json.Marshal(o.Writer)
+		wo := o.Writer
+		wo.Delta = !o.WholeFile
+		opts, _ := json.Marshal(wo)
 		p, err := remotePool(ctx, o, dst, transfer.Hello{Role: transfer.RoleReceiver, Path: dst.Path, Receiver: opts})
 		if err != nil {
 			ls.Close()
@@ -220,7 +228,7 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 	}
 	rep.Skipped = dataFiles - len(plan.Need) - len(plan.Errors)
 
-	batches := makeBatches(entries, plan.Need, o.Writer.BlockSizeBytes)
+	batches := makeBatches(entries, plan.Need, plan.Signatures, o.Writer.BlockSizeBytes)
 	tr := newTracker(ctx, s, rep, batches)
 	ch := make(chan *batch)
 	allSent := make(chan struct{}) // every batch is in a stream's hands
@@ -258,6 +266,18 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	// Deltas that could not be applied are sent again whole, on stream 0
+	// (now idle), before split files are committed.
+	if retry := tr.takeRetries(); len(retry) > 0 {
+		ch := make(chan *batch, len(retry))
+		for _, b := range retry {
+			ch <- b
+		}
+		close(ch)
+		if err := s.runStream(ctx, 0, ch, tr.done); err != nil {
+			return err
+		}
+	}
 	if d, ok := s.(interface{ degraded() error }); ok && o.Warnf != nil {
 		if err := d.degraded(); err != nil {
 			o.Warnf("not all %d streams could be opened: %v", o.Jobs, err)
@@ -277,8 +297,9 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 }
 
 // tracker books the outcome of each batch into the report and commits a
-// split file once all its blocks have arrived. Safe for concurrent use by
-// the streams.
+// split file once all its blocks have arrived. A delta item that could not
+// be applied (transfer.ErrDeltaFailed) is not booked: it is kept for a
+// retry, whole. Safe for concurrent use by the streams.
 type tracker struct {
 	ctx      context.Context
 	s        session
@@ -286,11 +307,22 @@ type tracker struct {
 	mu       sync.Mutex
 	splits   map[string]*splitState
 	deferred []*treewalk.Entry
+	retry    []*batch
 }
 
 type splitState struct {
 	left   int  // blocks not yet done
 	failed bool // a block failed: the file is reported once and not committed
+	delta  bool // a block arrived as a delta
+}
+
+// takeRetries returns the batches to send again whole, and forgets them.
+func (t *tracker) takeRetries() []*batch {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.retry
+	t.retry = nil
+	return r
 }
 
 func newTracker(ctx context.Context, s session, rep *Report, batches []*batch) *tracker {
@@ -319,12 +351,21 @@ func (t *tracker) done(b *batch, errs []error) {
 		if err != nil && t.ctx.Err() != nil {
 			continue // cancelled: not a per-file error
 		}
+		if err != nil && it.Delta != nil && errors.Is(err, transfer.ErrDeltaFailed) {
+			whole := *it
+			whole.Delta = nil
+			t.retry = append(t.retry, &batch{items: []transfer.Item{whole}, bytes: whole.Length})
+			continue
+		}
 		if !it.Split {
 			if err != nil {
 				t.rep.addError(it.Entry.Path, err)
 			} else {
 				t.rep.Files++
 				t.rep.Bytes += it.Length
+				if it.Delta != nil {
+					t.rep.DeltaFiles++
+				}
 			}
 			continue
 		}
@@ -336,6 +377,7 @@ func (t *tracker) done(b *batch, errs []error) {
 		}
 		if err == nil {
 			t.rep.Bytes += it.Length
+			st.delta = st.delta || it.Delta != nil
 		}
 		if st.left == 0 && !st.failed {
 			if t.s.deferCommits() {
@@ -363,6 +405,9 @@ func (t *tracker) commit(e *treewalk.Entry) error {
 		t.rep.addError(e.Path, err)
 	} else {
 		t.rep.Files++
+		if t.splits[e.Path].delta {
+			t.rep.DeltaFiles++
+		}
 	}
 	return nil
 }

@@ -48,6 +48,10 @@ type WriterOptions struct {
 	// symlink (rsync's --force); without it that entry fails with
 	// ErrNonEmptyDir.
 	Force bool `json:"force,omitempty"`
+	// Delta makes Plan compute the signatures of the destination's copies
+	// of needed files, so that they can be sent as deltas (the raw method
+	// over a network sets it). Off: every needed file is sent whole.
+	Delta bool `json:"delta,omitempty"`
 }
 
 func (o *WriterOptions) applyDefaults() {
@@ -151,11 +155,48 @@ func (w *Writer) applyMeta(fd int, e *treewalk.Entry) error {
 	return nil
 }
 
+// OpenBasis implements transfer.BasisOpener: it opens the destination's
+// current copy of it's file, the basis of a delta, without following a
+// symlink anywhere in its path; it must still be a regular file of the size
+// its signature was made from. The caller closes it.
+func (w *Writer) OpenBasis(ctx context.Context, it *transfer.Item) (transfer.Basis, error) {
+	if it.Delta == nil {
+		return nil, fmt.Errorf("open basis: not a delta item")
+	}
+	dirfd, base, err := w.parent(it.Entry.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dirfd)
+	return openBasisAt(dirfd, base, it.Delta.FileSizeBytes)
+}
+
+// openBasisAt opens the regular file base in dirfd, not following a
+// symlink, and checks that it has size bytes.
+func openBasisAt(dirfd int, base string, size int64) (*os.File, error) {
+	fd, err := unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != size {
+		unix.Close(fd)
+		return nil, fmt.Errorf("basis changed: now a %d-byte %s, was a %d-byte file", st.Size, fileType(st.Mode), size)
+	}
+	return os.NewFile(uintptr(fd), base), nil
+}
+
 // WriteItem implements transfer.ItemWriter: a whole file goes to its
 // temporary name, gets its metadata and is renamed into place; a block of a
 // split file is written at its offset into the file's prepared temporary
 // file (Commit puts it in place). On error the temporary file of a whole
-// file is removed.
+// file is removed. A delta item is written the same way: r yields the
+// rebuilt data, and fails rather than end if it does not match the
+// sender's hash, so a bad delta never reaches the final name.
 func (w *Writer) WriteItem(ctx context.Context, it *transfer.Item, r io.Reader) error {
 	dirfd, base, err := w.parent(it.Entry.Path)
 	if err != nil {

@@ -156,7 +156,8 @@ func (c *Conn) List(ctx context.Context) (treewalk.List, error) {
 }
 
 // SendRead asks a sender for the data of items (pull). RecvRead reads the
-// reply; several requests may be outstanding.
+// reply; several requests may be outstanding. An item with Delta goes with
+// its signature's sums, and its data comes back as a delta.
 func (c *Conn) SendRead(items []Item) error {
 	c.enc.byte(msgRead)
 	c.enc.items(items)
@@ -165,7 +166,9 @@ func (c *Conn) SendRead(items []Item) error {
 
 // RecvRead reads the data of the items of the oldest outstanding SendRead
 // into w. It returns one error per item (nil where it succeeded) and a
-// stream error that ends the stream.
+// stream error that ends the stream. Delta items need w to be a
+// BasisOpener; a delta that cannot be applied is an item error wrapping
+// ErrDeltaFailed.
 func (c *Conn) RecvRead(ctx context.Context, items []Item, w ItemWriter) ([]error, error) {
 	if err := c.dec.status(); err != nil {
 		return nil, c.fail(err)
@@ -183,7 +186,8 @@ func (c *Conn) RecvRead(ctx context.Context, items []Item, w ItemWriter) ([]erro
 
 // Plan sends the file list to a receiver (push), which compares it with its
 // tree, prepares directories and split files, and answers with the indices
-// of the entries whose data it needs.
+// of the entries whose data it needs and the signatures of the copies it
+// already has of some of them.
 func (c *Conn) Plan(ctx context.Context, entries []treewalk.Entry) (PlanResult, error) {
 	c.enc.byte(msgFileList)
 	c.enc.entries(entries)
@@ -211,15 +215,20 @@ func (c *Conn) Plan(ctx context.Context, entries []treewalk.Entry) (PlanResult, 
 	if res.Errors, err = c.dec.pathErrors(); err != nil {
 		return PlanResult{}, c.fail(err)
 	}
+	if res.Signatures, err = c.dec.signatures(res.Need); err != nil {
+		return PlanResult{}, c.fail(err)
+	}
 	return res, nil
 }
 
 // SendWrite sends items and their data, read from src, to a receiver
 // (push). It returns the source's per-item errors (the receiver is told of
-// them too) and a stream error. RecvWrite reads the reply.
+// them too) and a stream error. RecvWrite reads the reply. An item with
+// Delta is sent as a delta against the signature (only the signature's
+// sizes go to the receiver, which has the basis).
 func (c *Conn) SendWrite(ctx context.Context, items []Item, src ItemSource, buf []byte) ([]error, error) {
 	c.enc.byte(msgWrite)
-	c.enc.items(items)
+	c.enc.itemList(items, false)
 	errs := make([]error, len(items))
 	for i := range items {
 		errs[i] = sendItemData(ctx, &c.enc, src, &items[i], buf)
@@ -231,7 +240,8 @@ func (c *Conn) SendWrite(ctx context.Context, items []Item, src ItemSource, buf 
 }
 
 // RecvWrite reads the receiver's per-item errors for the oldest outstanding
-// SendWrite.
+// SendWrite. Each is a RemoteError; one whose delta could not be applied
+// wraps ErrDeltaFailed.
 func (c *Conn) RecvWrite(items []Item) ([]error, error) {
 	if err := c.dec.status(); err != nil {
 		return nil, c.fail(err)
@@ -246,14 +256,21 @@ func (c *Conn) RecvWrite(items []Item) ([]error, error) {
 		if err != nil {
 			return nil, c.fail(err)
 		}
+		kind, err := c.dec.byte()
+		if err != nil {
+			return nil, c.fail(unexpected(err))
+		}
 		msg, err := c.dec.str()
 		if err != nil {
 			return nil, c.fail(err)
 		}
-		if i >= uint64(len(items)) {
-			return nil, fmt.Errorf("%w: error for item %d of %d", ErrProtocol, i, len(items))
+		if i >= uint64(len(items)) || kind > errKindDelta {
+			return nil, fmt.Errorf("%w: error of kind %d for item %d of %d", ErrProtocol, kind, i, len(items))
 		}
 		errs[i] = &RemoteError{Msg: msg}
+		if kind == errKindDelta {
+			errs[i] = &RemoteError{Msg: msg, Kind: ErrDeltaFailed}
+		}
 	}
 	return errs, nil
 }
@@ -320,4 +337,57 @@ type PlanResult struct {
 	// Errors are entries the receiver could not prepare (they are not
 	// needed, and count as failed).
 	Errors []*treewalk.PathError
+	// Signatures holds, by index in the file list, the signature of the
+	// receiver's current copy of needed files that it has as a non-empty
+	// regular file: their data can be sent as a delta. Nil when the
+	// receiver computes none.
+	Signatures map[int]*Signature
+}
+
+// signatures encodes a plan reply's signatures, in ascending index order.
+func (e *encoder) signatures(sigs map[int]*Signature) {
+	idx := make([]int, 0, len(sigs))
+	for i := range sigs {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	e.uvarint(uint64(len(idx)))
+	for _, i := range idx {
+		e.uvarint(uint64(i))
+		e.signature(sigs[i], true)
+	}
+}
+
+// signatures decodes a plan reply's signatures; each must be for a needed
+// entry, at most once, with its sums.
+func (d *decoder) signatures(need []int) (map[int]*Signature, error) {
+	n, err := d.count()
+	if err != nil {
+		return nil, err
+	}
+	if n > len(need) {
+		return nil, fmt.Errorf("%w: %d signatures for %d needed files", ErrProtocol, n, len(need))
+	}
+	var out map[int]*Signature
+	for range n {
+		i, err := d.uvarint()
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := slices.BinarySearch(need, int(min(i, 1<<62))); !ok || out[int(i)] != nil {
+			return nil, fmt.Errorf("%w: signature for entry %d, which is not needed or has one", ErrProtocol, i)
+		}
+		sig, err := d.signature()
+		if err != nil {
+			return nil, err
+		}
+		if sig == nil || sig.Weak == nil || sig.First != 0 || int64(len(sig.Weak)) != sig.Blocks() {
+			return nil, fmt.Errorf("%w: signature for entry %d is not a whole file's", ErrProtocol, i)
+		}
+		if out == nil {
+			out = map[int]*Signature{}
+		}
+		out[int(i)] = sig
+	}
+	return out, nil
 }

@@ -12,6 +12,14 @@
 // and naming its codec, carrying the messages of proto.go: file lists,
 // batches of items and their data, plans, commits.
 //
+// Native delta (signature.go, delta.go): an item may carry the receiver's
+// block signature of its current copy of the file (rsync's algorithm:
+// rolling weak sums and truncated strong hashes); the sender answers with
+// literal chunks and copies of basis blocks, ending with an xxh3-128 hash
+// of the data, and the receiver's reader serves the rebuilt bytes and fails
+// rather than end if they do not match (ErrDeltaFailed: send it again
+// whole).
+//
 // Everything read from a peer is validated before use: frame sizes are
 // bounded (so is the memory a hostile peer can make us use), paths must be
 // clean and relative (treewalk.ValidPath), counts and ranges must fit.

@@ -6,8 +6,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"runtime/metrics"
 	"testing"
+
+	"github.com/zeebo/xxh3"
 
 	"github.com/restoresync/restoresync/treewalk"
 )
@@ -78,6 +81,8 @@ const (
 	fuzzItems
 	fuzzPathErrors
 	fuzzItemData
+	fuzzDeltaData
+	fuzzSignature
 	fuzzOps
 )
 
@@ -109,8 +114,36 @@ func messageSeeds(t testing.TB) [][]byte {
 			e.uvarint(0)
 			e.byte(tagEnd)
 		}),
+		seed(fuzzDeltaData, func(e *encoder) {
+			e.uvarint(1500) // length, then ops against fuzzBasis
+			e.byte(tagCopy)
+			e.uvarint(2)
+			e.uvarint(1)
+			e.byte(tagChunk)
+			e.str(string(fuzzBasis[:800]))
+			sum := xxh3.Hash128(append(append([]byte(nil), fuzzBasis[1400:2100]...), fuzzBasis[:800]...)).Bytes()
+			e.byte(tagSum)
+			e.fw.Write(sum[:])
+			e.uvarint(700)
+			e.byte(tagCopy)
+			e.uvarint(math.MaxUint64)
+			e.uvarint(math.MaxUint64)
+			e.byte(tagErr)
+			e.str("gone")
+		}),
+		seed(fuzzSignature, func(e *encoder) {
+			sig, _ := ComputeSignature(bytes.NewReader(fuzzBasis), int64(len(fuzzBasis)), nil)
+			e.signature(sig, true)
+			e.signature(sig, false)
+			e.signature(sig.Slice(1000, 2000), true)
+			e.signature(nil, true)
+		}),
 	}
 }
+
+// fuzzBasis is the receiver's basis file in FuzzMessages' delta items: 5
+// blocks of 700 bytes and one of 300.
+var fuzzBasis = randomBytes(11, 3800)
 
 func FuzzMessages(f *testing.F) {
 	for _, s := range messageSeeds(f) {
@@ -187,6 +220,65 @@ func FuzzMessages(f *testing.F) {
 				if itemErr != nil && !errors.Is(itemErr, ErrSizeMismatch) && !errors.As(itemErr, &re) {
 					t.Fatalf("item error %q is neither a size mismatch nor the sender's", itemErr)
 				}
+			}
+		case fuzzDeltaData:
+			// Hostile ops against a known basis: copies out of range,
+			// overflowing counts, wrong sums. Each item either fails or
+			// yields exactly its length, whose hash the sender vouched for.
+			for range 4 {
+				n, err := d.uvarint()
+				if err != nil {
+					checkWireError(t, "item length", err)
+					return
+				}
+				if n > 1<<40 {
+					return
+				}
+				it := &Item{Entry: treewalk.Entry{Path: "f", Kind: treewalk.KindFile, Size: int64(n)}, Length: int64(n),
+					Delta: &Signature{BlockSizeBytes: 700, FileSizeBytes: int64(len(fuzzBasis))}}
+				w := &basisWriter{basis: fuzzBasis}
+				itemErr, fatal := recvItemData(context.Background(), d, w, it)
+				if int64(w.out.Len()) > it.Length {
+					t.Fatalf("delta item of %d bytes yielded %d", it.Length, w.out.Len())
+				}
+				if fatal != nil {
+					checkWireError(t, "delta data", fatal)
+					return
+				}
+				if itemErr == nil && int64(w.out.Len()) != it.Length {
+					t.Fatalf("delta item of %d bytes succeeded after %d bytes", it.Length, w.out.Len())
+				}
+				var re *RemoteError
+				if itemErr != nil && !errors.Is(itemErr, ErrSizeMismatch) && !errors.Is(itemErr, ErrDeltaFailed) && !errors.As(itemErr, &re) {
+					t.Fatalf("delta item error %q is neither a size mismatch, a failed delta nor the sender's", itemErr)
+				}
+			}
+		case fuzzSignature:
+			for range 4 {
+				s, err := d.signature()
+				if err != nil {
+					checkWireError(t, "signature", err)
+					return
+				}
+				if s == nil {
+					continue
+				}
+				if s.BlockSizeBytes < MinSigBlockBytes || s.BlockSizeBytes > MaxSigBlockBytes || s.FileSizeBytes < 1 || s.Blocks() > MaxSigBlocks ||
+					len(s.Weak) != len(s.Strong) || int64(s.First+len(s.Weak)) > s.Blocks() || (s.Weak != nil && (s.StrongBytes < 1 || s.StrongBytes > 8)) {
+					t.Fatalf("accepted signature %+v", s)
+				}
+				// A sender must be able to search with whatever it accepted.
+				data := fuzzBasis[:min(len(fuzzBasis), 2000)]
+				it := Item{Entry: treewalk.Entry{Path: "f", Kind: treewalk.KindFile, Size: int64(len(data))}, Length: int64(len(data)), Delta: s}
+				if s.Weak == nil {
+					continue
+				}
+				var sink bytes.Buffer
+				fw, _ := newFrameWriter(&sink, Compression{})
+				if err := sendDelta(&encoder{fw: fw}, bytes.NewReader(data), &it); err != nil {
+					t.Fatalf("sendDelta with a decoded signature: %v", err)
+				}
+				fw.Close()
 			}
 		}
 	})

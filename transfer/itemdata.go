@@ -1,10 +1,13 @@
 package transfer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/zeebo/xxh3"
 )
 
 // ItemWriter is the receiving end of item data: restore's safe writer
@@ -16,6 +19,24 @@ type ItemWriter interface {
 	// or lied about the size; WriteItem must then leave nothing under the
 	// item's final name. The returned error concerns this item only.
 	WriteItem(ctx context.Context, it *Item, r io.Reader) error
+}
+
+// Basis is the receiver's current copy of a file, opened for a delta item.
+type Basis interface {
+	io.ReaderAt
+	io.Closer
+}
+
+// BasisOpener is implemented by an ItemWriter that can apply deltas (items
+// with Delta set). OpenBasis is called before WriteItem for such an item,
+// concurrently like it.
+type BasisOpener interface {
+	// OpenBasis opens the receiver's current copy of it.Entry's file,
+	// which must still be a regular file of it.Delta.FileSizeBytes bytes;
+	// an error makes the item fail with ErrDeltaFailed. WriteItem then
+	// gets the rebuilt data, checked against the sender's hash, and the
+	// basis is closed after it returns.
+	OpenBasis(ctx context.Context, it *Item) (Basis, error)
 }
 
 // ItemSource is the sending end of item data: LocalSource implements it.
@@ -42,6 +63,9 @@ func sendItemData(ctx context.Context, enc *encoder, src ItemSource, it *Item, b
 		return err
 	}
 	defer r.Close()
+	if it.Delta != nil {
+		return sendDelta(enc, r, it)
+	}
 	var sent int64
 	for sent < it.Length {
 		n, err := io.ReadFull(r, buf[:min(int64(len(buf)), it.Length-sent)])
@@ -67,13 +91,24 @@ func sendItemData(ctx context.Context, enc *encoder, src ItemSource, it *Item, b
 
 // itemReader serves one item's chunks to an ItemWriter. It reports the
 // sender's error tag as a RemoteError and enforces the announced length.
+// For a delta item it also serves the basis blocks that copy tags name, and
+// ends with an error wrapping ErrDeltaFailed instead of io.EOF unless what
+// it served matches the sender's hash.
 type itemReader struct {
 	d     *decoder
 	left  int64 // bytes the item may still yield
 	chunk int64 // bytes left in the current chunk
-	done  bool  // end or error tag consumed
+	done  bool  // end, sum or error tag consumed
 	err   error // item error (remote or size), sticky
 	fatal error // wire error, sticky
+
+	delta    *Signature   // nil for a whole item
+	basis    io.ReaderAt  // the basis of a delta item
+	hash     *xxh3.Hasher // of the bytes served, for a delta item
+	copyOff  int64        // basis offset of the current copy
+	copyLeft int64        // bytes left in the current copy
+	draining bool         // the writer is done: skip, do not check
+	sum      [16]byte     // scratch for the sum tag
 }
 
 // nextTag consumes one tag (and a chunk's length) and updates the state.
@@ -99,9 +134,38 @@ func (r *itemReader) nextTag() {
 			r.err = fmt.Errorf("%w: sender sent more than the announced length", ErrSizeMismatch)
 		}
 	case tagEnd:
+		if r.delta != nil {
+			r.fatal = fmt.Errorf("%w: end tag in a delta item", ErrProtocol)
+			return
+		}
 		r.done = true
 		if r.left != 0 && r.err == nil {
 			r.err = fmt.Errorf("%w: sender sent %d bytes too few", ErrSizeMismatch, r.left)
+		}
+	case tagCopy:
+		if r.delta == nil {
+			r.fatal = fmt.Errorf("%w: copy tag in a whole item", ErrProtocol)
+			return
+		}
+		r.nextCopy()
+	case tagSum:
+		if r.delta == nil {
+			r.fatal = fmt.Errorf("%w: sum tag in a whole item", ErrProtocol)
+			return
+		}
+		if _, err := io.ReadFull(r.d.fr, r.sum[:]); err != nil {
+			r.fatal = unexpected(err)
+			return
+		}
+		r.done = true
+		switch {
+		case r.err != nil || r.draining:
+		case r.left != 0:
+			r.err = fmt.Errorf("%w: sender sent %d bytes too few", ErrSizeMismatch, r.left)
+		default:
+			if got := r.hash.Sum128().Bytes(); !bytes.Equal(got[:], r.sum[:]) {
+				r.err = fmt.Errorf("%w: the rebuilt data does not match the sender's hash", ErrDeltaFailed)
+			}
 		}
 	case tagErr:
 		msg, err := r.d.str()
@@ -118,9 +182,41 @@ func (r *itemReader) nextTag() {
 	}
 }
 
+// nextCopy reads a copy tag's fields and sets up the copy. A copy outside
+// the basis, or past the item's length, is an item error; the stream stays
+// in sync.
+func (r *itemReader) nextCopy() {
+	first, err := r.d.uvarint()
+	if err != nil {
+		r.fatal = err
+		return
+	}
+	count, err := r.d.uvarint()
+	if err != nil {
+		r.fatal = err
+		return
+	}
+	if r.err != nil {
+		return
+	}
+	blocks := uint64(r.delta.Blocks())
+	if first >= blocks || count == 0 || count > blocks-first {
+		r.err = fmt.Errorf("%w: copy of basis blocks %d+%d, which has %d", ErrDeltaFailed, first, count, blocks)
+		return
+	}
+	bs := int64(r.delta.BlockSizeBytes)
+	off := int64(first) * bs
+	n := min(int64(first+count)*bs, r.delta.FileSizeBytes) - off
+	if n > r.left {
+		r.err = fmt.Errorf("%w: sender sent more than the announced length", ErrSizeMismatch)
+		return
+	}
+	r.copyOff, r.copyLeft = off, n
+}
+
 // Read hands out the item's bytes, io.EOF after the end tag.
 func (r *itemReader) Read(p []byte) (int, error) {
-	for r.chunk == 0 && !r.done && r.fatal == nil {
+	for r.chunk == 0 && r.copyLeft == 0 && !r.done && r.fatal == nil {
 		r.nextTag()
 	}
 	switch {
@@ -131,9 +227,25 @@ func (r *itemReader) Read(p []byte) (int, error) {
 	case r.done:
 		return 0, io.EOF
 	}
+	if r.copyLeft > 0 {
+		p = p[:min(int64(len(p)), r.copyLeft)]
+		n, err := r.basis.ReadAt(p, r.copyOff)
+		if n < len(p) {
+			r.err = fmt.Errorf("%w: basis changed: read at %d: %w", ErrDeltaFailed, r.copyOff, err)
+			return 0, r.err
+		}
+		r.hash.Write(p)
+		r.copyOff += int64(n)
+		r.copyLeft -= int64(n)
+		r.left -= int64(n)
+		return n, nil
+	}
 	n, err := r.d.fr.Read(p[:min(int64(len(p)), r.chunk)])
 	r.chunk -= int64(n)
 	r.left -= int64(n)
+	if r.hash != nil {
+		r.hash.Write(p[:n])
+	}
 	if err != nil {
 		r.fatal = unexpected(err)
 		return n, r.fatal
@@ -144,7 +256,13 @@ func (r *itemReader) Read(p []byte) (int, error) {
 // drain consumes what is left of the item so the stream stays in sync, and
 // returns a wire error if one ends the stream.
 func (r *itemReader) drain() error {
+	r.draining = true
 	for !r.done && r.fatal == nil {
+		if r.copyLeft > 0 {
+			r.left -= r.copyLeft
+			r.copyLeft = 0
+			continue
+		}
 		if r.chunk > 0 {
 			n, err := io.CopyN(io.Discard, r.d.fr, r.chunk)
 			r.chunk -= n
@@ -164,7 +282,13 @@ func (r *itemReader) drain() error {
 // error that ends the stream.
 func recvItemData(ctx context.Context, d *decoder, w ItemWriter, it *Item) (itemErr, fatal error) {
 	r := &itemReader{d: d, left: it.Length}
-	werr := w.WriteItem(ctx, it, r)
+	var werr error
+	if it.Delta == nil {
+		werr = w.WriteItem(ctx, it, r)
+	} else {
+		r.delta, r.hash = it.Delta, xxh3.New()
+		werr = writeDelta(ctx, w, it, r)
+	}
 	if fatal := r.drain(); fatal != nil {
 		return nil, fatal
 	}
@@ -172,4 +296,19 @@ func recvItemData(ctx context.Context, d *decoder, w ItemWriter, it *Item) (item
 		return r.err, nil
 	}
 	return werr, nil
+}
+
+// writeDelta opens the basis of the delta item it and has w write it from r.
+func writeDelta(ctx context.Context, w ItemWriter, it *Item, r *itemReader) error {
+	bo, ok := w.(BasisOpener)
+	if !ok {
+		return fmt.Errorf("%w: this receiver cannot apply deltas", ErrDeltaFailed)
+	}
+	basis, err := bo.OpenBasis(ctx, it)
+	if err != nil {
+		return fmt.Errorf("%w: open basis: %w", ErrDeltaFailed, err)
+	}
+	defer basis.Close()
+	r.basis = basis
+	return w.WriteItem(ctx, it, r)
 }

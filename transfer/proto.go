@@ -12,7 +12,9 @@ import (
 
 // ProtocolVersion is the wire protocol this build speaks. A peer announcing
 // another version is refused in the handshake with a message naming both.
-const ProtocolVersion = 1
+// Version 2 added native delta: signatures in items and plan replies, copy
+// and sum tags in item data, and error kinds in write replies.
+const ProtocolVersion = 2
 
 // magic opens the handshake in both directions, so that a peer that is not a
 // restoresync agent (a login banner, "command not found") is recognised.
@@ -135,10 +137,18 @@ const (
 	statusFatal byte = 1
 
 	// Item data tags: a file's bytes travel as chunks closed by an end or
-	// an error tag.
+	// an error tag. A delta item's data (Item.Delta set) mixes chunks of
+	// literal bytes with copies of the receiver's basis blocks, and ends
+	// with a sum tag (or an error tag) instead of the end tag.
 	tagChunk byte = 1
 	tagEnd   byte = 2
 	tagErr   byte = 3
+	tagCopy  byte = 4 // uvarint first block, uvarint count: basis blocks to copy
+	tagSum   byte = 5 // 16 bytes: xxh3-128 of the item's data; ends a delta item
+
+	// Kinds of a per-item error in a write reply.
+	errKindOther byte = 0
+	errKindDelta byte = 1 // wraps ErrDeltaFailed: send the item again whole
 
 	// chunkBytes is the largest chunk a sender writes.
 	chunkBytes = 256 << 10
@@ -160,6 +170,11 @@ type Item struct {
 	// Split marks a block of a split file: it is written into the file's
 	// prepared temporary file, which Commit later puts in place.
 	Split bool
+	// Delta, when not nil, asks for the item as a delta against the
+	// receiver's current copy of the file (the basis), which it describes:
+	// the sender needs its sums, the receiver only its sizes. For a split
+	// item it covers the basis blocks around the item's range.
+	Delta *Signature
 }
 
 // encoder writes message fields into a frame writer. Errors are sticky in
@@ -200,11 +215,14 @@ func (e *encoder) entry(en *treewalk.Entry) {
 	e.uvarint(en.Rdev)
 }
 
-func (e *encoder) item(it *Item) {
+// item encodes it; sums says whether its signature goes with its sums (to
+// a sender) or as a header (to a receiver).
+func (e *encoder) item(it *Item, sums bool) {
 	e.entry(&it.Entry)
 	e.varint(it.Offset)
 	e.varint(it.Length)
 	e.bool(it.Split)
+	e.signature(it.Delta, sums)
 }
 
 func (e *encoder) pathErrors(errs []*treewalk.PathError) {
@@ -292,10 +310,16 @@ func (d *decoder) status() error {
 type RemoteError struct {
 	// Msg is the peer's error text.
 	Msg string
+	// Kind, when not nil, is the sentinel the peer's error wrapped, when
+	// the protocol carries it (ErrDeltaFailed); errors.Is sees it.
+	Kind error
 }
 
 // Error returns "remote: MSG".
 func (e *RemoteError) Error() string { return "remote: " + e.Msg }
+
+// Unwrap returns Kind.
+func (e *RemoteError) Unwrap() error { return e.Kind }
 
 // entry decodes and validates one file-list entry.
 func (d *decoder) entry() (treewalk.Entry, error) {
@@ -406,6 +430,9 @@ func (d *decoder) item() (Item, error) {
 	if it.Split, err = d.bool(); err != nil {
 		return it, err
 	}
+	if it.Delta, err = d.signature(); err != nil {
+		return it, fmt.Errorf("item %q: %w", it.Entry.Path, err)
+	}
 	if !it.Entry.HasData() || it.Offset < 0 || it.Length < 0 || it.Offset > it.Entry.Size || it.Length > it.Entry.Size-it.Offset ||
 		(!it.Split && (it.Offset != 0 || it.Length != it.Entry.Size)) {
 		return it, fmt.Errorf("%w: item %q: range %d+%d of a %d-byte %s", ErrProtocol, it.Entry.Path, it.Offset, it.Length, it.Entry.Size, it.Entry.Kind)
@@ -429,10 +456,14 @@ func (d *decoder) items() ([]Item, error) {
 	return out, nil
 }
 
-func (e *encoder) items(items []Item) {
+// items encodes items for a sender: signatures with their sums.
+func (e *encoder) items(items []Item) { e.itemList(items, true) }
+
+// itemList encodes items; sums as for item.
+func (e *encoder) itemList(items []Item, sums bool) {
 	e.uvarint(uint64(len(items)))
 	for i := range items {
-		e.item(&items[i])
+		e.item(&items[i], sums)
 	}
 }
 

@@ -674,13 +674,13 @@ func TestHandshakeRefusals(t *testing.T) {
 		want   []string // in the error text
 		proto  bool     // wraps ErrProtocol
 	}{
-		{"newer protocol", "", replyWith(helloReply{Proto: 2, Version: "2.0.0", Codecs: CodecNames()}),
-			[]string{"restoresync 2.0.0", "protocol 2", "restoresync 1.4.0", "speaks 1"}, true},
-		{"newer server refusing", "", replyWith(helloReply{Proto: 2, Version: "2.0.0", Codecs: CodecNames(), Error: "protocol error: the client speaks protocol 1"}),
-			[]string{"restoresync 2.0.0", "protocol 2", "speaks 1"}, true},
+		{"newer protocol", "", replyWith(helloReply{Proto: 3, Version: "3.0.0", Codecs: CodecNames()}),
+			[]string{"restoresync 3.0.0", "protocol 3", "restoresync 1.4.0", "speaks 2"}, true},
+		{"newer server refusing", "", replyWith(helloReply{Proto: 3, Version: "3.0.0", Codecs: CodecNames(), Error: "protocol error: the client speaks protocol 2"}),
+			[]string{"restoresync 3.0.0", "protocol 3", "speaks 2"}, true},
 		{"older protocol", "", replyWith(helloReply{Proto: 0, Version: "0.9.0", Codecs: CodecNames()}),
-			[]string{"restoresync 0.9.0", "protocol 0", "speaks 1"}, true},
-		{"codec unsupported", "", replyWith(helloReply{Proto: 1, Version: "1.3.0", Codecs: []string{"none", "gzip"}}),
+			[]string{"restoresync 0.9.0", "protocol 0", "speaks 2"}, true},
+		{"codec unsupported", "", replyWith(helloReply{Proto: ProtocolVersion, Version: "1.3.0", Codecs: []string{"none", "gzip"}}),
 			[]string{"does not support codec zstd", "none gzip"}, true},
 		{"command not found", "", func(in *bufio.Reader, out io.Writer) {
 			io.WriteString(out, "bash: restoresync: command not found\n")
@@ -695,7 +695,7 @@ func TestHandshakeRefusals(t *testing.T) {
 		{"truncated reply", "", func(in *bufio.Reader, out io.Writer) { out.Write([]byte(magic + "\x00\x00\x01")) }, []string{"handshake"}, true},
 		{"bad JSON", "", func(in *bufio.Reader, out io.Writer) { writeHandshake(out, "not an object") }, []string{"handshake"}, true},
 		{"huge reply", "", func(in *bufio.Reader, out io.Writer) { out.Write([]byte(magic + "\x7f\xff\xff\xff")) }, []string{"handshake of"}, true},
-		{"server refuses", "", replyWith(helloReply{Proto: 1, Version: "1.4.0", Error: "open /srv: permission denied"}),
+		{"server refuses", "", replyWith(helloReply{Proto: ProtocolVersion, Version: "1.4.0", Error: "open /srv: permission denied"}),
 			[]string{"remote: open /srv: permission denied"}, false},
 	}
 	for _, tt := range tests {
@@ -763,19 +763,19 @@ func TestServeRefusals(t *testing.T) {
 		errors []error
 		reply  bool // a reply is sent
 	}{
-		{"newer client", Hello{Proto: 2, Version: "2.0.0", Role: RoleSender, Path: dir, Compression: "zstd"},
-			[]string{"restoresync 2.0.0", "protocol 2", "restoresync 1.4.0", "speaks 1"}, []error{ErrProtocol}, true},
-		{"unknown codec", Hello{Proto: 1, Version: "1.4.0", Role: RoleSender, Path: dir, Compression: "brotli"},
+		{"newer client", Hello{Proto: 3, Version: "3.0.0", Role: RoleSender, Path: dir, Compression: "zstd"},
+			[]string{"restoresync 3.0.0", "protocol 3", "restoresync 1.4.0", "speaks 2"}, []error{ErrProtocol}, true},
+		{"unknown codec", Hello{Proto: ProtocolVersion, Version: "1.4.0", Role: RoleSender, Path: dir, Compression: "brotli"},
 			[]string{`"brotli"`, "none, lz4, zstd, gzip"}, []error{ErrProtocol, ErrUnknownCodec}, true},
-		{"empty codec", Hello{Proto: 1, Version: "1.4.0", Role: RoleSender, Path: dir},
+		{"empty codec", Hello{Proto: ProtocolVersion, Version: "1.4.0", Role: RoleSender, Path: dir},
 			[]string{"unknown codec"}, []error{ErrProtocol, ErrUnknownCodec}, true},
-		{"bad level", Hello{Proto: 1, Version: "1.4.0", Role: RoleSender, Path: dir, Compression: "zstd:99"},
+		{"bad level", Hello{Proto: ProtocolVersion, Version: "1.4.0", Role: RoleSender, Path: dir, Compression: "zstd:99"},
 			[]string{"must be 1 to 22"}, []error{ErrProtocol}, true},
-		{"unknown role", Hello{Proto: 1, Version: "1.4.0", Role: "relay", Path: dir, Compression: "zstd"},
+		{"unknown role", Hello{Proto: ProtocolVersion, Version: "1.4.0", Role: "relay", Path: dir, Compression: "zstd"},
 			[]string{`unknown role "relay"`}, []error{ErrProtocol}, true},
-		{"receiver without sink", Hello{Proto: 1, Version: "1.4.0", Role: RoleReceiver, Path: dir, Compression: "zstd"},
+		{"receiver without sink", Hello{Proto: ProtocolVersion, Version: "1.4.0", Role: RoleReceiver, Path: dir, Compression: "zstd"},
 			[]string{"read-only"}, nil, true},
-		{"missing tree", Hello{Proto: 1, Version: "1.4.0", Role: RoleSender, Path: dir + "/missing", Compression: "zstd"},
+		{"missing tree", Hello{Proto: ProtocolVersion, Version: "1.4.0", Role: RoleSender, Path: dir + "/missing", Compression: "zstd"},
 			[]string{"no such file"}, nil, true},
 		{"garbage", "bash: restoresync: command not found\n",
 			[]string{`"bash: restoresync: command not found\n"`}, []error{ErrProtocol}, false},
@@ -812,14 +812,14 @@ func TestServeRefusals(t *testing.T) {
 // client sees the server's refusal, which names both versions. See the
 // report: this error does not wrap ErrProtocol on the client's side.
 func TestProtocolMismatchEndToEnd(t *testing.T) {
-	rep, serveErr := serveRaw(t, ServerConfig{Version: "1.4.0"}, Hello{Proto: 2, Version: "2.0.0", Role: RoleSender, Path: ".", Compression: "zstd"})
+	rep, serveErr := serveRaw(t, ServerConfig{Version: "1.4.0"}, Hello{Proto: 3, Version: "3.0.0", Role: RoleSender, Path: ".", Compression: "zstd"})
 	if !errors.Is(serveErr, ErrProtocol) {
 		t.Fatalf("Serve: %v", serveErr)
 	}
 	// Replay the reply to this build's client.
 	s := fakePeer(t, "", replyWith(rep))
-	_, err := Handshake(testContext(t), s, Hello{Version: "2.0.0", Role: RoleSender, Compression: "zstd"})
-	if err == nil || !strings.Contains(err.Error(), "protocol 2") || !strings.Contains(err.Error(), "restoresync 1.4.0") {
+	_, err := Handshake(testContext(t), s, Hello{Version: "3.0.0", Role: RoleSender, Compression: "zstd"})
+	if err == nil || !strings.Contains(err.Error(), "protocol 3") || !strings.Contains(err.Error(), "restoresync 1.4.0") {
 		t.Fatalf("client error %v does not name both versions", err)
 	}
 }

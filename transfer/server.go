@@ -23,7 +23,9 @@ type Sink interface {
 	ItemWriter
 	// Plan compares entries with the destination tree (rsync's quick check:
 	// size and mtime), creates the directories, prepares the temporary files
-	// of files larger than the block size, and returns what it needs.
+	// of files larger than the block size, and returns what it needs, with
+	// the signatures of the copies it has of some needed files (their data
+	// then comes as deltas, which the Sink applies as a BasisOpener).
 	Plan(ctx context.Context, entries []treewalk.Entry) (PlanResult, error)
 	// Commit puts a split file, whose blocks have all been written, in
 	// place with its metadata. The error concerns e only.
@@ -253,6 +255,7 @@ func (s *server) loop(ctx context.Context) error {
 					s.enc.uvarint(uint64(i))
 				}
 				s.enc.pathErrors(res.Errors)
+				s.enc.signatures(res.Signatures)
 			}
 		case m == msgWrite && s.dst != "":
 			if err := s.write(ctx); err != nil {
@@ -303,8 +306,9 @@ func (s *server) write(ctx context.Context) error {
 	}
 	sink, sinkErr := s.openSink(ctx)
 	type itemErr struct {
-		i   int
-		msg string
+		i    int
+		kind byte
+		msg  string
 	}
 	var errs []itemErr
 	for i := range items {
@@ -317,7 +321,11 @@ func (s *server) write(ctx context.Context) error {
 			return fatal
 		}
 		if ierr != nil {
-			errs = append(errs, itemErr{i, ierr.Error()})
+			kind := errKindOther
+			if errors.Is(ierr, ErrDeltaFailed) {
+				kind = errKindDelta
+			}
+			errs = append(errs, itemErr{i, kind, ierr.Error()})
 		}
 	}
 	s.enc.status(sinkErr)
@@ -325,6 +333,7 @@ func (s *server) write(ctx context.Context) error {
 		s.enc.uvarint(uint64(len(errs)))
 		for _, e := range errs {
 			s.enc.uvarint(uint64(e.i))
+			s.enc.byte(e.kind)
 			s.enc.str(e.msg)
 		}
 	}
