@@ -5,8 +5,12 @@ import "fmt"
 // Report is the outcome of a restore, printed as the summary line or, with
 // --json, as one JSON object.
 type Report struct {
-	// Method is the restore method that ran ("raw").
+	// Method is the restore method that ran ("raw", "tar", "rsync"; with
+	// --method auto, the one auto chose).
 	Method string `json:"method"`
+	// MethodReason says why auto chose Method; empty for a method the user
+	// named.
+	MethodReason string `json:"method_reason,omitempty"`
 	// Compression is the codec and level, in --compress form ("zstd:1").
 	Compression string `json:"compression"`
 	// Jobs is the number of parallel streams used.

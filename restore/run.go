@@ -22,7 +22,7 @@ type Options struct {
 	// ssh://[user@]host[:port]/PATH. At most one is remote. SRC's contents
 	// become DST (created if missing), with or without a trailing slash.
 	Src, Dst string
-	// Method is the restore method; "" means raw.
+	// Method is the restore method; "" means auto.
 	Method Method
 	// Jobs is the number of parallel streams (SSH connections); 0 means 4.
 	Jobs int
@@ -57,7 +57,7 @@ type Options struct {
 
 func (o *Options) applyDefaults() {
 	if o.Method == "" {
-		o.Method = MethodRaw
+		o.Method = MethodAuto
 	}
 	if o.Jobs <= 0 {
 		o.Jobs = 4 // enough streams to fill a gigabit link over SSH on 2 cores

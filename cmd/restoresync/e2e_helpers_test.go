@@ -111,18 +111,19 @@ func statTree(t *testing.T, root string) treeStats {
 // report is restore --json's output (restore.Report), decoded here
 // independently of the Go type, as a script would.
 type report struct {
-	Method      string  `json:"method"`
-	Compression string  `json:"compression"`
-	Jobs        int     `json:"jobs"`
-	Files       int     `json:"files"`
-	Dirs        int     `json:"dirs"`
-	Symlinks    int     `json:"symlinks"`
-	Hardlinks   int     `json:"hardlinks"`
-	Bytes       int64   `json:"bytes"`
-	WireBytes   int64   `json:"wire_bytes"`
-	Skipped     int     `json:"skipped"`
-	Seconds     float64 `json:"seconds"`
-	Errors      []struct {
+	Method       string  `json:"method"`
+	MethodReason string  `json:"method_reason"`
+	Compression  string  `json:"compression"`
+	Jobs         int     `json:"jobs"`
+	Files        int     `json:"files"`
+	Dirs         int     `json:"dirs"`
+	Symlinks     int     `json:"symlinks"`
+	Hardlinks    int     `json:"hardlinks"`
+	Bytes        int64   `json:"bytes"`
+	WireBytes    int64   `json:"wire_bytes"`
+	Skipped      int     `json:"skipped"`
+	Seconds      float64 `json:"seconds"`
+	Errors       []struct {
 		Path  string `json:"path"`
 		Error string `json:"error"`
 	} `json:"errors"`

@@ -30,7 +30,7 @@ func newRestoreCmd() *cobra.Command {
 		readBuf:   256 << 10,
 		writeBuf:  1 << 20,
 	}
-	o.opts.Method = restore.MethodRaw
+	o.opts.Method = restore.MethodAuto
 	o.opts.Jobs = 4
 	o.opts.Compression = transfer.DefaultCompression
 	cmd := &cobra.Command{
@@ -70,6 +70,7 @@ func (o *restoreOptions) addFlags(cmd *cobra.Command) {
 	r := &o.opts
 	f.Var(&r.Method, "method", "restore method: "+strings.Join(restore.Methods(), ", "))
 	f.IntVarP(&r.Jobs, "jobs", "j", r.Jobs, "parallel streams (separate SSH connections)")
+	f.BoolVarP(&r.WholeFile, "whole-file", "W", false, "send changed files whole instead of as deltas against DST's copy (raw method)")
 	f.Var(&r.Compression, "compress", "per-stream compression: none, lz4, zstd or gzip, optionally :LEVEL")
 	f.Var(&o.blockSize, "block-size", "files larger than this are split into blocks spread across streams")
 	f.Var(&o.readBuf, "read-buffer", "disk read buffer per stream (sending side)")

@@ -1,0 +1,61 @@
+package restore
+
+import (
+	"context"
+	"os"
+
+	"github.com/restoresync/restoresync/transfer"
+)
+
+// MethodAuto, the default, chooses the method per restore from what it can
+// see, and says why in Report.MethodReason:
+//
+//  1. When the restoresync agent answers on the remote (or both sides are
+//     local): raw. It is the fastest full copy measured here (parallel
+//     streams, batched small files), and for files DST already holds in
+//     another version it sends native deltas, which moved fewer bytes than
+//     rsync on a 1% change (see the README's benchmarks).
+//  2. When the remote has no agent (pull only; --remote-path none, or the
+//     agent is not found): if DST already holds files, rsync against the
+//     remote's own rsync, so that unchanged data is not sent again;
+//     otherwise the remote's own tar on one stream, the cheaper full copy.
+const MethodAuto Method = "auto"
+
+func init() { registerMethod(MethodAuto, runAuto) }
+
+func runAuto(ctx context.Context, o Options, src, dst transfer.Location, rep *Report) error {
+	agentless := src.Remote() && o.SSH.RemotePath == NoAgent && o.Dialer == nil
+	if !agentless {
+		rep.Method, rep.MethodReason = string(MethodRaw), "the restoresync agent is available: raw, with deltas for files DST already holds"
+		if !src.Remote() && !dst.Remote() {
+			rep.MethodReason = "both sides are local: raw"
+		}
+		err := runRaw(ctx, o, src, dst, rep)
+		if err == nil || !src.Remote() || o.Dialer != nil || !agentMissing(err) {
+			return err
+		}
+		if o.Warnf != nil {
+			o.Warnf("no restoresync agent on %s (%v): using the remote's own tools", src.Host, err)
+		}
+		*rep = Report{Compression: rep.Compression, Jobs: rep.Jobs}
+	}
+	o.SSH.RemotePath = NoAgent // the remote's own tools from here on
+	if holdsFiles(dst.Path) {
+		rep.Method, rep.MethodReason = string(MethodRsync), "no agent on the remote and DST already holds files: the remote's rsync, for deltas"
+		return runRsync(ctx, o, src, dst, rep)
+	}
+	rep.Method, rep.MethodReason = string(MethodTar), "no agent on the remote and DST is missing or empty: the remote's tar, one full stream"
+	return runTar(ctx, o, src, dst, rep)
+}
+
+// holdsFiles reports whether the local directory dir exists and is not
+// empty.
+func holdsFiles(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	return err == nil && len(names) > 0
+}
