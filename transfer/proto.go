@@ -200,16 +200,73 @@ func (e *encoder) status(err error) { // statusOK or statusFatal + text
 	e.str(err.Error())
 }
 
-func (e *encoder) entry(en *treewalk.Entry) {
-	e.str(en.Path)
+// Entry encoding. Like rsync's file list (flist.c's XMIT_SAME_* flags), an
+// entry is written relative to the one before it in the same list: the
+// bytes its path shares with the previous path are not repeated, fields
+// equal to the previous entry's are left out, and the mtime is a difference.
+// A lone entry is written relative to the zero Entry.
+//
+//	flags   1 byte   (entrySame* bits)
+//	prefix  uvarint  (bytes shared with the previous path)
+//	suffix  string   (the rest of the path)
+//	kind    1 byte
+//	mode, uid, gid uvarint; user, group string  (each unless flagged same)
+//	size    varint
+//	mtime   varint   (minus the previous entry's)
+//	target, linkto string; rdev uvarint
+const (
+	entrySameMode  = 1 << iota // mode as the previous entry's
+	entrySameUid               // uid as the previous entry's
+	entrySameGid               // gid as the previous entry's
+	entrySameUser              // user name as the previous entry's
+	entrySameGroup             // group name as the previous entry's
+	entryFlagsMask = entrySameMode | entrySameUid | entrySameGid | entrySameUser | entrySameGroup
+)
+
+func (e *encoder) entry(en *treewalk.Entry) { e.entryAfter(&treewalk.Entry{}, en) }
+
+func (e *encoder) entryAfter(prev, en *treewalk.Entry) {
+	var flags byte
+	if en.Mode == prev.Mode {
+		flags |= entrySameMode
+	}
+	if en.Uid == prev.Uid {
+		flags |= entrySameUid
+	}
+	if en.Gid == prev.Gid {
+		flags |= entrySameGid
+	}
+	if en.User == prev.User {
+		flags |= entrySameUser
+	}
+	if en.Group == prev.Group {
+		flags |= entrySameGroup
+	}
+	prefix := 0
+	for prefix < len(en.Path) && prefix < len(prev.Path) && en.Path[prefix] == prev.Path[prefix] {
+		prefix++
+	}
+	e.byte(flags)
+	e.uvarint(uint64(prefix))
+	e.str(en.Path[prefix:])
 	e.byte(byte(en.Kind))
-	e.uvarint(uint64(en.Mode))
-	e.uvarint(uint64(en.Uid))
-	e.uvarint(uint64(en.Gid))
-	e.str(en.User)
-	e.str(en.Group)
+	if flags&entrySameMode == 0 {
+		e.uvarint(uint64(en.Mode))
+	}
+	if flags&entrySameUid == 0 {
+		e.uvarint(uint64(en.Uid))
+	}
+	if flags&entrySameGid == 0 {
+		e.uvarint(uint64(en.Gid))
+	}
+	if flags&entrySameUser == 0 {
+		e.str(en.User)
+	}
+	if flags&entrySameGroup == 0 {
+		e.str(en.Group)
+	}
 	e.varint(en.Size)
-	e.varint(en.MtimeNs)
+	e.varint(en.MtimeNs - prev.MtimeNs) // wraps; decoding wraps back
 	e.str(en.LinkTarget)
 	e.str(en.LinkTo)
 	e.uvarint(en.Rdev)
@@ -217,8 +274,10 @@ func (e *encoder) entry(en *treewalk.Entry) {
 
 // item encodes it; sums says whether its signature goes with its sums (to
 // a sender) or as a header (to a receiver).
-func (e *encoder) item(it *Item, sums bool) {
-	e.entry(&it.Entry)
+func (e *encoder) item(it *Item, sums bool) { e.itemAfter(&treewalk.Entry{}, it, sums) }
+
+func (e *encoder) itemAfter(prev *treewalk.Entry, it *Item, sums bool) {
+	e.entryAfter(prev, &it.Entry)
 	e.varint(it.Offset)
 	e.varint(it.Length)
 	e.bool(it.Split)
@@ -322,15 +381,33 @@ func (e *RemoteError) Error() string { return "remote: " + e.Msg }
 func (e *RemoteError) Unwrap() error { return e.Kind }
 
 // entry decodes and validates one file-list entry.
-func (d *decoder) entry() (treewalk.Entry, error) {
+func (d *decoder) entry() (treewalk.Entry, error) { return d.entryAfter(&treewalk.Entry{}) }
+
+// entryAfter decodes an entry written relative to prev (see entryAfter on
+// the encoder) and validates it.
+func (d *decoder) entryAfter(prev *treewalk.Entry) (treewalk.Entry, error) {
 	var en treewalk.Entry
 	var err error
-	var k byte
-	var mode, uid, gid uint64
+	var k, flags byte
+	var mode, uid, gid, prefix uint64
 	fail := func(e error) (treewalk.Entry, error) { return treewalk.Entry{}, e }
-	if en.Path, err = d.str(); err != nil {
+	if flags, err = d.byte(); err != nil {
+		return fail(unexpected(err))
+	}
+	if flags&^entryFlagsMask != 0 {
+		return fail(fmt.Errorf("%w: entry after %q: flags %#x", ErrProtocol, prev.Path, flags))
+	}
+	if prefix, err = d.uvarint(); err != nil {
 		return fail(err)
 	}
+	if prefix > uint64(len(prev.Path)) {
+		return fail(fmt.Errorf("%w: entry after %q: shares %d bytes of a %d-byte path", ErrProtocol, prev.Path, prefix, len(prev.Path)))
+	}
+	suffix, err := d.str()
+	if err != nil {
+		return fail(err)
+	}
+	en.Path = prev.Path[:prefix] + suffix
 	if err := treewalk.ValidPath(en.Path); err != nil {
 		return fail(fmt.Errorf("%w: entry %q: %w", ErrProtocol, en.Path, err))
 	}
@@ -341,24 +418,36 @@ func (d *decoder) entry() (treewalk.Entry, error) {
 	if en.Kind < treewalk.KindFile || en.Kind > treewalk.KindBlkDev {
 		return fail(fmt.Errorf("%w: entry %q: unknown kind %d", ErrProtocol, en.Path, k))
 	}
-	if mode, err = d.uvarint(); err != nil {
-		return fail(err)
+	mode, uid, gid = uint64(prev.Mode), uint64(prev.Uid), uint64(prev.Gid)
+	if flags&entrySameMode == 0 {
+		if mode, err = d.uvarint(); err != nil {
+			return fail(err)
+		}
 	}
-	if uid, err = d.uvarint(); err != nil {
-		return fail(err)
+	if flags&entrySameUid == 0 {
+		if uid, err = d.uvarint(); err != nil {
+			return fail(err)
+		}
 	}
-	if gid, err = d.uvarint(); err != nil {
-		return fail(err)
+	if flags&entrySameGid == 0 {
+		if gid, err = d.uvarint(); err != nil {
+			return fail(err)
+		}
 	}
 	if mode > 07777 || uid > 1<<32-1 || gid > 1<<32-1 {
 		return fail(fmt.Errorf("%w: entry %q: mode or ids out of range", ErrProtocol, en.Path))
 	}
 	en.Mode, en.Uid, en.Gid = uint32(mode), uint32(uid), uint32(gid)
-	if en.User, err = d.str(); err != nil {
-		return fail(err)
+	en.User, en.Group = prev.User, prev.Group
+	if flags&entrySameUser == 0 {
+		if en.User, err = d.str(); err != nil {
+			return fail(err)
+		}
 	}
-	if en.Group, err = d.str(); err != nil {
-		return fail(err)
+	if flags&entrySameGroup == 0 {
+		if en.Group, err = d.str(); err != nil {
+			return fail(err)
+		}
 	}
 	if en.Size, err = d.varint(); err != nil {
 		return fail(err)
@@ -369,6 +458,7 @@ func (d *decoder) entry() (treewalk.Entry, error) {
 	if en.MtimeNs, err = d.varint(); err != nil {
 		return fail(err)
 	}
+	en.MtimeNs += prev.MtimeNs
 	if en.LinkTarget, err = d.str(); err != nil {
 		return fail(err)
 	}
@@ -398,27 +488,34 @@ func (d *decoder) entries() ([]treewalk.Entry, error) {
 		return nil, err
 	}
 	out := make([]treewalk.Entry, 0, min(n, 1<<10)) // grows as entries prove the count
+	prev := &treewalk.Entry{}
 	for range n {
-		e, err := d.entry()
+		e, err := d.entryAfter(prev)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, e)
+		prev = &out[len(out)-1]
 	}
 	return out, nil
 }
 
 func (e *encoder) entries(list []treewalk.Entry) {
 	e.uvarint(uint64(len(list)))
+	prev := &treewalk.Entry{}
 	for i := range list {
-		e.entry(&list[i])
+		e.entryAfter(prev, &list[i])
+		prev = &list[i]
 	}
 }
 
-func (d *decoder) item() (Item, error) {
+func (d *decoder) item() (Item, error) { return d.itemAfter(&treewalk.Entry{}) }
+
+// itemAfter decodes an item whose entry is written relative to prev.
+func (d *decoder) itemAfter(prev *treewalk.Entry) (Item, error) {
 	var it Item
 	var err error
-	if it.Entry, err = d.entry(); err != nil {
+	if it.Entry, err = d.entryAfter(prev); err != nil {
 		return it, err
 	}
 	if it.Offset, err = d.varint(); err != nil {
@@ -446,12 +543,14 @@ func (d *decoder) items() ([]Item, error) {
 		return nil, err
 	}
 	out := make([]Item, 0, min(n, 1<<10))
+	prev := &treewalk.Entry{}
 	for range n {
-		it, err := d.item()
+		it, err := d.itemAfter(prev)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, it)
+		prev = &out[len(out)-1].Entry
 	}
 	return out, nil
 }
@@ -462,8 +561,10 @@ func (e *encoder) items(items []Item) { e.itemList(items, true) }
 // itemList encodes items; sums as for item.
 func (e *encoder) itemList(items []Item, sums bool) {
 	e.uvarint(uint64(len(items)))
+	prev := &treewalk.Entry{}
 	for i := range items {
-		e.item(&items[i], sums)
+		e.itemAfter(prev, &items[i], sums)
+		prev = &items[i].Entry
 	}
 }
 

@@ -148,7 +148,11 @@ type rawEntry struct {
 	size, mtime                       int64
 }
 
+// encode writes r with no field shared with the entry before it (flags 0,
+// prefix 0), which decodes the same wherever it stands in a list.
 func (r rawEntry) encode(e *encoder) {
+	e.byte(0)
+	e.uvarint(0)
 	e.str(r.path)
 	e.byte(r.kind)
 	e.uvarint(r.mode)
