@@ -1,6 +1,10 @@
 package restore
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/restoresync/restoresync/treewalk"
+)
 
 // Report is the outcome of a restore, printed as the summary line or, with
 // --json, as one JSON object.
@@ -46,6 +50,24 @@ type FileError struct {
 	Path string `json:"path"`
 	// Error says what went wrong.
 	Error string `json:"error"`
+}
+
+// addList books a file list: its walk errors, and its directories (the
+// root not included), symlinks and hardlinks. Not safe for concurrent use.
+func (r *Report) addList(list treewalk.List) {
+	for _, pe := range list.Errors {
+		r.addError(pe.Path, pe.Err)
+	}
+	for i := range list.Entries {
+		switch e := &list.Entries[i]; {
+		case e.Kind == treewalk.KindDir && e.Path != ".":
+			r.Dirs++
+		case e.Kind == treewalk.KindSymlink:
+			r.Symlinks++
+		case e.IsHardlink():
+			r.Hardlinks++
+		}
+	}
 }
 
 // addError records a failed entry. Not safe for concurrent use (the

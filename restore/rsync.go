@@ -181,19 +181,7 @@ func findList(ctx context.Context, cd transfer.CommandDialer, root string) (tree
 // tree through w.
 func (p *rsyncPull) run(ctx context.Context, w *Writer, dstPath string, rep *Report) error {
 	entries := p.list.Entries
-	for _, pe := range p.list.Errors {
-		rep.addError(pe.Path, pe.Err)
-	}
-	for i := range entries {
-		switch e := &entries[i]; {
-		case e.Kind == treewalk.KindDir && e.Path != ".":
-			rep.Dirs++
-		case e.Kind == treewalk.KindSymlink:
-			rep.Symlinks++
-		case e.IsHardlink():
-			rep.Hardlinks++
-		}
-	}
+	rep.addList(p.list)
 	need, bytes, err := w.rsyncQuickCheck(ctx, entries)
 	if err != nil {
 		return err

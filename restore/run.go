@@ -197,20 +197,8 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 	if err != nil {
 		return fmt.Errorf("file list: %w", err)
 	}
-	for _, pe := range list.Errors {
-		rep.addError(pe.Path, pe.Err)
-	}
 	entries := list.Entries
-	for i := range entries {
-		switch e := &entries[i]; {
-		case e.Kind == treewalk.KindDir && e.Path != ".":
-			rep.Dirs++
-		case e.Kind == treewalk.KindSymlink:
-			rep.Symlinks++
-		case e.IsHardlink():
-			rep.Hardlinks++
-		}
-	}
+	rep.addList(list)
 	plan, err := s.plan(ctx, entries)
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
