@@ -50,7 +50,7 @@ func openPool(ctx context.Context, d transfer.Dialer, h transfer.Hello, jobs int
 				if p.dialErr == nil && dctx.Err() == nil {
 					p.dialErr = err
 				}
-			case p.closed:
+			case p.closed || dctx.Err() != nil: // the run is over: not needed
 				c.Close()
 			default:
 				p.conns = append(p.conns, c)

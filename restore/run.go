@@ -115,8 +115,10 @@ func runRaw(ctx context.Context, o Options, src, dst transfer.Location, rep *Rep
 		return err
 	}
 	err = runSession(ctx, s, o, rep)
-	if cerr := s.close(err != nil); err == nil && cerr != nil && !errors.Is(cerr, context.Canceled) {
-		err = cerr
+	// By the time the streams are closed, every file is in place and
+	// finished: a failed goodbye is worth a warning, not a failed run.
+	if cerr := s.close(err != nil); err == nil && cerr != nil && !errors.Is(cerr, context.Canceled) && o.Warnf != nil {
+		o.Warnf("closing the streams: %v", cerr)
 	}
 	rep.WireBytes = s.wireBytes()
 	return err

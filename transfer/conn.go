@@ -96,6 +96,12 @@ func Handshake(ctx context.Context, s Stream, h Hello) (*Conn, error) {
 	c.enc = encoder{fw: fw}
 	c.dec = decoder{fr: newFrameReader(br)}
 	c.Peer = rep.Version
+	if !stop() {
+		// ctx ended as the handshake completed: the stream is being
+		// closed under us, so it is not a usable Conn.
+		fw.Close()
+		return nil, ctx.Err()
+	}
 	return c, nil
 }
 
