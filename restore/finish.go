@@ -60,7 +60,7 @@ func (w *Writer) symlink(cur *dirCursor, e *treewalk.Entry) error {
 	uid, gid, _ := w.policy.Resolve(e)
 	if st, err := lstatAt(dirfd, base); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK && st.Mtim.Nano() == e.MtimeNs &&
 		(!w.chown || (int(st.Uid) == uid && int(st.Gid) == gid)) {
-		if target, err := readlinkAt(dirfd, base); err == nil && target == e.LinkTarget {
+		if target, err := treewalk.ReadlinkAt(dirfd, base); err == nil && target == e.LinkTarget {
 			return nil // up to date
 		}
 	}
@@ -170,18 +170,4 @@ func (w *Writer) finishDir(e *treewalk.Entry) error {
 		}
 	}
 	return w.applyMeta(fd, e)
-}
-
-func readlinkAt(dirfd int, name string) (string, error) {
-	buf := make([]byte, 4096)
-	for {
-		n, err := unix.Readlinkat(dirfd, name, buf)
-		if err != nil {
-			return "", err
-		}
-		if n < len(buf) {
-			return string(buf[:n]), nil
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 }

@@ -167,7 +167,7 @@ func (w *walker) add(p string, st *unix.Stat_t, dirfd int) error {
 		e.Kind = KindDir
 	case unix.S_IFLNK:
 		e.Kind = KindSymlink
-		target, err := readlinkAt(dirfd, path.Base(p))
+		target, err := ReadlinkAt(dirfd, path.Base(p))
 		if err != nil {
 			return err
 		}
@@ -187,8 +187,11 @@ func (w *walker) add(p string, st *unix.Stat_t, dirfd int) error {
 	return nil
 }
 
-// readlinkAt reads the target of the symlink name in dirfd.
-func readlinkAt(dirfd int, name string) (string, error) {
+// ReadlinkAt returns the target of the symlink name in the directory open
+// at dirfd, whatever its length (readlinkat(2) with a growing buffer). It
+// returns the system error for anything but a symlink. Safe for concurrent
+// use.
+func ReadlinkAt(dirfd int, name string) (string, error) {
 	for size := 256; ; size *= 2 {
 		buf := make([]byte, size)
 		n, err := unix.Readlinkat(dirfd, name, buf)
