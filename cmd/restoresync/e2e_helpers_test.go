@@ -279,7 +279,7 @@ func startListen(t *testing.T, root string, keys listenKeys) *listenServer {
 	defer logf.Close()
 	args := []string{"serve", "--listen", "127.0.0.1:0", "--root", root,
 		"--authorized-keys", keys.authorizedKeys, "--host-key", keys.hostKeyFile}
-	cmd, cancel := command(t, args...)
+	cmd, cancel := serverCommand(t, args...)
 	cmd.Stderr = logf
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -114,10 +114,22 @@ func binEnv() []string {
 // command prepares restoresync with args, bounded by cmdTimeout and by t.
 func command(t *testing.T, args ...string) (*exec.Cmd, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(t.Context(), cmdTimeout)
+	return commandContext(ctx, args...), cancel
+}
+
+// serverCommand is command for a server that lives as long as its test
+// (its parallel subtests may wait their turn for longer than cmdTimeout):
+// it is killed when the test ends, or by its cancel.
+func serverCommand(t *testing.T, args ...string) (*exec.Cmd, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(t.Context())
+	return commandContext(ctx, args...), cancel
+}
+
+func commandContext(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, binPath, args...)
 	cmd.Env = binEnv()
 	cmd.WaitDelay = 5 * time.Second
-	return cmd, cancel
+	return cmd
 }
 
 // runBin runs restoresync with args and returns its result, whatever its
