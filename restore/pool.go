@@ -67,16 +67,24 @@ func openPool(ctx context.Context, d transfer.Dialer, h transfer.Hello, jobs int
 
 // dialStream opens one stream and handshakes on it.
 func dialStream(ctx context.Context, d transfer.Dialer, h transfer.Hello) (*transfer.Conn, error) {
+	_, c, err := openStream(ctx, d, h)
+	return c, err
+}
+
+// openStream opens one stream and handshakes on it, returning the stream
+// too for callers that must be able to tear it down (not just say goodbye).
+// On error the stream is closed.
+func openStream(ctx context.Context, d transfer.Dialer, h transfer.Hello) (transfer.Stream, *transfer.Conn, error) {
 	s, err := d.Dial(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c, err := transfer.Handshake(ctx, s, h)
 	if err != nil {
 		s.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	return s, c, nil
 }
 
 // conn returns stream i (an index received from ready).

@@ -119,13 +119,8 @@ type tarStream struct {
 }
 
 func dialTar(ctx context.Context, d transfer.Dialer, h transfer.Hello) (*tarStream, error) {
-	s, err := d.Dial(ctx)
+	s, c, err := openStream(ctx, d, h)
 	if err != nil {
-		return nil, err
-	}
-	c, err := transfer.Handshake(ctx, s, h)
-	if err != nil {
-		s.Close()
 		return nil, err
 	}
 	return &tarStream{s: s, c: c}, nil
