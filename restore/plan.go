@@ -139,8 +139,7 @@ func (w *Writer) check(cur *dirCursor, e *treewalk.Entry) (need bool, basisSize 
 
 // fixMeta corrects the owner and mode of an up-to-date file.
 func (w *Writer) fixMeta(dirfd int, base string, st *unix.Stat_t, e *treewalk.Entry) error {
-	uid, gid, mode := w.policy.Resolve(e)
-	if st.Mode&07777 == mode && (!w.chown || (int(st.Uid) == uid && int(st.Gid) == gid)) {
+	if w.hasMeta(st, e) {
 		return nil
 	}
 	fd, err := unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
@@ -149,6 +148,13 @@ func (w *Writer) fixMeta(dirfd int, base string, st *unix.Stat_t, e *treewalk.En
 	}
 	defer unix.Close(fd)
 	return w.applyMeta(fd, e)
+}
+
+// hasMeta reports whether st already has the mode, and (when running as
+// root) the owner and group, that the policy gives e.
+func (w *Writer) hasMeta(st *unix.Stat_t, e *treewalk.Entry) bool {
+	uid, gid, mode := w.policy.Resolve(e)
+	return st.Mode&07777 == mode && (!w.chown || int(st.Uid) == uid && int(st.Gid) == gid)
 }
 
 func fileType(mode uint32) string {

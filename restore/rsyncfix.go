@@ -107,8 +107,7 @@ func (w *Writer) fixPlaced(cur *dirCursor, e *treewalk.Entry) error {
 	if st.Size != e.Size {
 		return fmt.Errorf("rsync left %d bytes, the source has %d (did the source change during the restore?)", st.Size, e.Size)
 	}
-	uid, gid, mode := w.policy.Resolve(e)
-	if st.Mode&07777 == mode && st.Mtim.Nano() == e.MtimeNs && (!w.chown || int(st.Uid) == uid && int(st.Gid) == gid) {
+	if st.Mtim.Nano() == e.MtimeNs && w.hasMeta(&st, e) {
 		return nil
 	}
 	return w.applyMeta(fd, e)
