@@ -202,12 +202,18 @@ func (s *server) openSource() (*LocalSource, error) {
 	return NewLocalSource(sub)
 }
 
-func (s *server) loop(ctx context.Context) error {
+// readBuffer allocates the sender's disk read buffer: the client's
+// --read-buffer, chunkBytes by default, within 4 KiB and maxReadBuffer.
+func (s *server) readBuffer() []byte {
 	rb := s.hello.ReadBufferBytes
 	if rb <= 0 {
 		rb = chunkBytes
 	}
-	buf := make([]byte, min(max(rb, 4<<10), maxReadBuffer))
+	return make([]byte, min(max(rb, 4<<10), maxReadBuffer))
+}
+
+func (s *server) loop(ctx context.Context) error {
+	buf := s.readBuffer()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -17,9 +17,6 @@ import (
 type LocalSource struct {
 	root *os.Root
 	dir  *os.File // the root directory, for OpenBeneath
-	// ReadBufferBytes is the size of the buffer each Open's reader uses
-	// for disk reads; 0 means 256 KiB.
-	ReadBufferBytes int
 }
 
 // OpenLocalSource opens the directory dir as a source. The caller closes it.

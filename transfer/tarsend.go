@@ -62,11 +62,7 @@ func serveTar(ctx context.Context, s *server, in *bufio.Reader, out io.Writer, c
 	if err != nil {
 		return err
 	}
-	rb := s.hello.ReadBufferBytes
-	if rb <= 0 {
-		rb = chunkBytes
-	}
-	ts := &tarSender{src: s.src, tw: tar.NewWriter(fw), buf: make([]byte, min(max(rb, 4<<10), maxReadBuffer))}
+	ts := &tarSender{src: s.src, tw: tar.NewWriter(fw), buf: s.readBuffer()}
 	err = ts.send(ctx, list, shard, shards)
 	if err == nil {
 		err = ts.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeXGlobalHeader, Format: tar.FormatPAX, PAXRecords: map[string]string{TarEnd: "1"}})
