@@ -52,6 +52,9 @@ type Conn struct {
 	sent, recv counter
 	// Peer is the version string the server announced.
 	Peer string
+	// planned is the list last sent with Plan: Finish with the same list
+	// does not send it again.
+	planned []treewalk.Entry
 }
 
 // Handshake sends h on s and reads the server's reply. h.Proto and the
@@ -197,6 +200,7 @@ func (c *Conn) RecvRead(ctx context.Context, items []Item, w ItemWriter) ([]erro
 func (c *Conn) Plan(ctx context.Context, entries []treewalk.Entry) (PlanResult, error) {
 	c.enc.byte(msgFileList)
 	c.enc.entries(entries)
+	c.planned = entries
 	if err := c.enc.flush(); err != nil {
 		return PlanResult{}, c.fail(err)
 	}
@@ -307,7 +311,11 @@ func (c *Conn) Commit(ctx context.Context, e *treewalk.Entry) (err error, fatal 
 // set directory metadata and remove stale temporary files (push).
 func (c *Conn) Finish(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
 	c.enc.byte(msgFinish)
-	c.enc.entries(entries)
+	same := len(entries) > 0 && len(entries) == len(c.planned) && &entries[0] == &c.planned[0]
+	c.enc.bool(same) // the server kept the planned list: it is not sent twice
+	if !same {
+		c.enc.entries(entries)
+	}
 	if err := c.enc.flush(); err != nil {
 		return nil, c.fail(err)
 	}

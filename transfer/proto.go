@@ -130,7 +130,7 @@ const (
 	msgFileList byte = 3 // push: entries; reply: needed indices, plan errors
 	msgWrite    byte = 4 // push: items, then item data; reply: per-item errors
 	msgCommit   byte = 5 // push: an entry whose blocks are all written; reply: error text
-	msgFinish   byte = 6 // push: entries; reply: finish errors
+	msgFinish   byte = 6 // push: bool "the planned list", else entries; reply: finish errors
 	msgBye      byte = 7 // end of session; no reply
 
 	statusOK    byte = 0

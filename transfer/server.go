@@ -151,6 +151,9 @@ type server struct {
 	sink  Sink
 	enc   encoder
 	dec   decoder
+	// planned is the list of the last msgFileList, which msgFinish may
+	// refer to instead of sending it again.
+	planned []treewalk.Entry
 }
 
 // resolve maps a client's path to a local one, confined beneath cfg.Root
@@ -249,6 +252,7 @@ func (s *server) loop(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			s.planned = entries
 			sink, err := s.openSink(ctx)
 			var res PlanResult
 			if err == nil {
@@ -282,9 +286,18 @@ func (s *server) loop(ctx context.Context) error {
 				s.enc.str(msg)
 			}
 		case m == msgFinish && s.dst != "":
-			entries, err := s.dec.entries()
+			same, err := s.dec.bool()
 			if err != nil {
 				return err
+			}
+			entries := s.planned
+			if same && entries == nil {
+				return fmt.Errorf("%w: finish refers to a plan that was not sent", ErrProtocol)
+			}
+			if !same {
+				if entries, err = s.dec.entries(); err != nil {
+					return err
+				}
 			}
 			sink, err := s.openSink(ctx)
 			var errs []*treewalk.PathError
