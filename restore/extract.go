@@ -51,6 +51,7 @@ import (
 type extractor struct {
 	w   *Writer
 	rep *Report
+	ob  *observer // progress and per-file log; nil for none
 	// protoErr, when not nil, wraps errors that make an archive unreadable
 	// (transfer.ErrProtocol for an agent's stream).
 	protoErr error
@@ -400,6 +401,8 @@ func (x *extractor) file(ctx context.Context, e *treewalk.Entry, data io.Reader,
 	x.rep.Files++
 	x.rep.Bytes += e.Size
 	x.mu.Unlock()
+	x.ob.add(1, e.Size)
+	x.ob.file(e.Path, e.Size, ActionWrite)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -53,6 +54,23 @@ type Options struct {
 	// (fewer streams than asked for could be opened). Called from the
 	// goroutine running Run.
 	Warnf func(format string, args ...any)
+
+	// Operator experience (progress, logs, bandwidth).
+
+	// Progress, when not nil, is told how the restore advances (see
+	// Progress); called from several goroutines.
+	Progress Progress
+	// Logger, when not nil, gets a record at level Info for each regular
+	// file restored ("restored", with path, size and action attributes).
+	// Safe for concurrent use, as every slog.Logger is.
+	Logger *slog.Logger
+	// BwLimitBytes caps the bytes per second read and written by all the
+	// streams of the restore together, like rsync's --bwlimit; 0 means no
+	// limit. It applies to the network streams (and the in-process ones of
+	// a local tar restore), not to a local → local raw copy.
+	BwLimitBytes int64
+	// lim is the shared bucket for BwLimitBytes, made by Run.
+	lim *limiter
 }
 
 func (o *Options) applyDefaults() {
@@ -77,6 +95,7 @@ var ErrUsage = errors.New("usage")
 // concurrently for different destinations.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	o.applyDefaults()
+	o.lim = newLimiter(o.BwLimitBytes)
 	start := time.Now()
 	rep := &Report{Method: string(o.Method), Compression: o.Compression.String(), Jobs: o.Jobs}
 	src, err := transfer.ParseLocation(o.Src)
@@ -171,13 +190,20 @@ func openSession(ctx context.Context, o Options, src, dst transfer.Location) (se
 // dialer returns how to reach loc: o.Dialer, the -e command, or the
 // built-in SSH client.
 func dialer(o Options, loc transfer.Location) (transfer.Dialer, error) {
+	var d transfer.Dialer
+	var err error
 	switch {
 	case o.Dialer != nil:
-		return o.Dialer, nil
+		d = o.Dialer
 	case o.SSH.Rsh != "":
-		return transfer.NewRshDialer(loc, o.SSH)
+		d, err = transfer.NewRshDialer(loc, o.SSH)
+	default:
+		d, err = transfer.NewSSHDialer(loc, o.SSH)
 	}
-	return transfer.NewSSHDialer(loc, o.SSH)
+	if err != nil {
+		return nil, err
+	}
+	return limitDialer(d, o.lim), nil
 }
 
 // remotePool opens the streams to loc with hello h.
@@ -217,9 +243,16 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 		}
 	}
 	rep.Skipped = dataFiles - len(plan.Need) - len(plan.Errors)
+	ob := newObserver(&o)
+	var needBytes int64
+	for _, i := range plan.Need {
+		needBytes += entries[i].Size
+	}
+	ob.start(len(plan.Need), needBytes)
 
 	batches := makeBatches(entries, plan.Need, plan.Signatures, o.Writer.BlockSizeBytes)
 	tr := newTracker(ctx, s, rep, batches)
+	tr.ob = ob
 	ch := make(chan *batch)
 	allSent := make(chan struct{}) // every batch is in a stream's hands
 	g, gctx := errgroup.WithContext(ctx)
@@ -245,7 +278,11 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 				if !ok {
 					return nil
 				}
-				g.Go(func() error { return s.runStream(gctx, i, ch, tr.done) })
+				g.Go(func() error {
+					ob.streamUp()
+					defer ob.streamDown()
+					return s.runStream(gctx, i, ch, tr.done)
+				})
 			case <-allSent:
 				return nil
 			case <-gctx.Done():
@@ -294,6 +331,7 @@ type tracker struct {
 	ctx      context.Context
 	s        session
 	rep      *Report
+	ob       *observer
 	mu       sync.Mutex
 	splits   map[string]*splitState
 	deferred []*treewalk.Entry
@@ -335,6 +373,9 @@ func newTracker(ctx context.Context, s session, rep *Report, batches []*batch) *
 // done is called by a stream with a batch's per-item errors.
 func (t *tracker) done(b *batch, errs []error) {
 	var commits []*treewalk.Entry
+	var files int
+	var bytes int64
+	defer func() { t.ob.add(files, bytes) }()
 	t.mu.Lock()
 	for j := range b.items {
 		it, err := &b.items[j], errs[j]
@@ -353,9 +394,14 @@ func (t *tracker) done(b *batch, errs []error) {
 			} else {
 				t.rep.Files++
 				t.rep.Bytes += it.Length
+				files++
+				bytes += it.Length
+				action := ActionWrite
 				if it.Delta != nil {
 					t.rep.DeltaFiles++
+					action = ActionDelta
 				}
+				t.ob.file(it.Entry.Path, it.Entry.Size, action)
 			}
 			continue
 		}
@@ -367,6 +413,7 @@ func (t *tracker) done(b *batch, errs []error) {
 		}
 		if err == nil {
 			t.rep.Bytes += it.Length
+			bytes += it.Length
 			st.delta = st.delta || it.Delta != nil
 		}
 		if st.left == 0 && !st.failed {
@@ -395,9 +442,13 @@ func (t *tracker) commit(e *treewalk.Entry) error {
 		t.rep.addError(e.Path, err)
 	} else {
 		t.rep.Files++
+		action := ActionWrite
 		if t.splits[e.Path].delta {
 			t.rep.DeltaFiles++
+			action = ActionDelta
 		}
+		t.ob.add(1, 0)
+		t.ob.file(e.Path, e.Size, action)
 	}
 	return nil
 }

@@ -67,6 +67,8 @@ func runTarAgentless(ctx context.Context, o Options, d transfer.Dialer, src, dst
 	}
 	defer w.Close()
 	x := newExtractor(w, rep)
+	x.ob = newObserver(&o)
+	x.ob.start(-1, -1)
 	err = x.extract(ctx, ar, false)
 	if err == nil {
 		// The archive ended: what follows is the remote command's exit.
