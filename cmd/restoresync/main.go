@@ -136,6 +136,7 @@ and times on each file as it lands.`,
 		return &exitError{exitUsage, fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath())}
 	})
 	root.AddCommand(newRestoreCmd(), newServeCmd(), newBenchCmd())
+	addOpsCommands(root)
 	return root
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -22,9 +23,15 @@ type restoreOptions struct {
 	timeoutSec int
 	json       bool
 	archive    bool
+
+	// Operators: account, hooks, progress, logs, bandwidth (flags_ops.go),
+	// and the --config file (root's persistent flag).
+	ops        opsOptions
+	configFile string
 }
 
-func newRestoreCmd() *cobra.Command {
+// newRestoreOptions returns the restore flags' defaults.
+func newRestoreOptions() *restoreOptions {
 	o := &restoreOptions{
 		blockSize: byteSize(restore.DefaultBlockSize),
 		readBuf:   256 << 10,
@@ -33,6 +40,11 @@ func newRestoreCmd() *cobra.Command {
 	o.opts.Method = restore.MethodAuto
 	o.opts.Jobs = 4
 	o.opts.Compression = transfer.DefaultCompression
+	return o
+}
+
+func newRestoreCmd() *cobra.Command {
+	o := newRestoreOptions()
 	cmd := &cobra.Command{
 		Use:   "restore [flags] SRC DST",
 		Short: "Restore SRC's contents into DST (one side may be remote)",
@@ -90,9 +102,14 @@ func (o *restoreOptions) addFlags(cmd *cobra.Command) {
 	f.IntVar(&o.timeoutSec, "timeout", 30, "seconds allowed for each SSH connection's dial and handshake")
 	f.BoolVar(&o.json, "json", false, "print the report as one JSON object instead of the summary line")
 	f.BoolVarP(&o.archive, "archive", "a", true, "accepted for rsync habit: restores are always archive-mode")
+	o.addOpsFlags(f)
 }
 
 func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args []string) error {
+	o.configFile = configFlag(cmd)
+	if _, err := o.applyConfig(cmd.Flags()); err != nil {
+		return err
+	}
 	r := o.opts
 	r.Src, r.Dst = args[0], args[1]
 	r.Stdin = cmd.InOrStdin() // SRC "-": a tar archive on standard input
@@ -116,14 +133,39 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 	if r.SSH.Rsh != "" && (len(r.SSH.Identities) > 0 || len(r.SSH.KnownHosts) > 0 || r.SSH.ConfigFile != "") {
 		return &usageError{"-i, --known-hosts and -F set up the built-in SSH client; with -e, give them to the command (e.g. -e 'ssh -i KEY -o UserKnownHostsFile=FILE')"}
 	}
+	if err := o.applyAccount(&r); err != nil {
+		return err
+	}
 	// Check the owner and mode options before connecting anywhere.
 	if _, err := restore.NewOwnerPolicy(r.Writer.Owner, restore.SystemIDs()); err != nil {
 		return &exitError{exitUsage, err}
 	}
-	r.Warnf = func(format string, args ...any) {
-		fmt.Fprintf(cmd.ErrOrStderr(), "restoresync: warning: "+format+"\n", args...)
+	errOut := cmd.ErrOrStderr()
+	log := o.logger(errOut)
+	r.Logger = log
+	r.Warnf = o.warnf(errOut, log)
+	r.BwLimitBytes = int64(o.ops.bwlimit)
+	if err := o.preHook(ctx, r, errOut); err != nil {
+		return err
+	}
+	var disp display
+	if !o.ops.quiet {
+		disp = newDisplay(o.ops.progress, errOut)
+	}
+	if disp != nil {
+		r.Progress = disp
 	}
 	rep, err := restore.Run(ctx, r)
+	if disp != nil {
+		disp.stop(err == nil)
+	}
+	err = o.finishRestore(ctx, cmd, log, rep, err)
+	return o.postHook(ctx, r, rep, err, errOut, errOut)
+}
+
+// finishRestore prints the report or summary and returns the error the
+// restore ends with.
+func (o *restoreOptions) finishRestore(ctx context.Context, cmd *cobra.Command, log *slog.Logger, rep *restore.Report, err error) error {
 	out := cmd.OutOrStdout()
 	if o.json {
 		if rep.Errors == nil {
@@ -132,10 +174,10 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 		b, _ := json.Marshal(rep)
 		fmt.Fprintln(out, string(b))
 	} else if err == nil {
-		for _, fe := range rep.Errors {
-			fmt.Fprintf(cmd.ErrOrStderr(), "restoresync: %s: %s\n", fe.Path, fe.Error)
+		o.fileErrors(cmd.ErrOrStderr(), log, rep.Errors)
+		if !o.ops.quiet {
+			fmt.Fprintln(out, rep.Summary())
 		}
-		fmt.Fprintln(out, rep.Summary())
 	}
 	if err != nil {
 		if c := exitCode(ctx, err); (c == exitProtocol || c == exitSSH) && rep.Bytes+int64(rep.Skipped) > 0 {

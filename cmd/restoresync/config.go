@@ -1,0 +1,163 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/restoresync/restoresync/config"
+)
+
+// configKeys are the restore flags a configuration file may set, by their
+// key there (the flag's long name with '_' for '-'). Flags that name what to
+// restore or where (SRC, DST, --account, --force...) are not settings.
+var configKeys = []string{
+	"method", "jobs", "whole_file", "compress", "block_size", "read_buffer", "write_buffer",
+	"numeric_ids", "chown", "usermap", "groupmap", "chmod", "keep_setid",
+	"rsh", "remote_path", "identity", "known_hosts", "timeout",
+	"pre_hook", "post_hook", "bwlimit", "progress", "quiet", "verbose", "log_format",
+}
+
+func flagName(key string) string { return strings.ReplaceAll(key, "_", "-") }
+
+// configFlag returns --config as cmd sees it ("" when not given).
+func configFlag(cmd *cobra.Command) string {
+	if fl := cmd.Flags().Lookup("config"); fl != nil {
+		return fl.Value.String()
+	}
+	return ""
+}
+
+// addConfigFlag adds the persistent --config flag to the root command;
+// commands read it with configFlag.
+func addConfigFlag(root *cobra.Command) {
+	root.PersistentFlags().String("config", "", "configuration file (default: "+
+		"$XDG_CONFIG_HOME/restoresync/config.toml or ~/.config/..., else "+config.SystemFile+"; 'none' for none)")
+}
+
+// setting is one effective restore setting and where it came from.
+type setting struct {
+	key, value, source string
+}
+
+// applyConfig reads the configuration file and sets each restore flag that
+// the command line did not set from the account's section or the global
+// one. It returns every setting's effective value and source ("flag",
+// FILE:LINE or "default"). A bad file or value is a usage error naming
+// the file, line and key.
+func (o *restoreOptions) applyConfig(f *pflag.FlagSet) ([]setting, error) {
+	path, err := config.Find(o.configFile)
+	if err != nil {
+		return nil, &exitError{exitUsage, err}
+	}
+	cf, err := config.Load(path, func(k string) bool { return slices.Contains(configKeys, k) })
+	if err != nil {
+		return nil, &exitError{exitUsage, err}
+	}
+	values := cf.Settings(o.ops.account)
+	var out []setting
+	for _, key := range configKeys {
+		fl := f.Lookup(flagName(key))
+		if fl == nil {
+			continue
+		}
+		v, inFile := values[key]
+		switch {
+		case fl.Changed:
+			out = append(out, setting{key, fl.Value.String(), "flag"})
+		case inFile:
+			for _, s := range v.Values {
+				if err := fl.Value.Set(s); err != nil {
+					return nil, &exitError{exitUsage, &config.Error{File: v.File, Line: v.Line, Key: sectionKey(v, o.ops.account, cf), Msg: err.Error()}}
+				}
+			}
+			out = append(out, setting{key, fl.Value.String(), v.Where()})
+		default:
+			out = append(out, setting{key, fl.Value.String(), "default"})
+		}
+	}
+	return out, nil
+}
+
+// sectionKey names v's key with its section, "account.NAME.KEY" for an
+// account's.
+func sectionKey(v config.Value, account string, cf *config.File) string {
+	if a, ok := cf.Accounts[account][v.Key]; ok && a.Line == v.Line && a.File == v.File {
+		return "account." + account + "." + v.Key
+	}
+	return v.Key
+}
+
+func newConfigCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Show the configuration the restore command would use",
+		Long: `The configuration file sets defaults for the restore command's flags:
+top-level keys for every restore, [account.NAME] sections for 'restore
+--account NAME'. Keys are the flags' long names with '_' for '-':
+
+  ` + strings.Join(configKeys, ", ") + `
+
+Flags beat the account's section, which beats the top level, which beats
+the built-in defaults.`,
+		Example: `  restoresync config show
+  restoresync config show --account alice
+  restoresync --config ./restore.toml config show --account alice -j 2`,
+	}
+	cmd.AddCommand(newConfigShowCmd())
+	return cmd
+}
+
+func newConfigShowCmd() *cobra.Command {
+	o := newRestoreOptions()
+	cmd := &cobra.Command{
+		Use:   "show [--account NAME] [restore flags]",
+		Short: "Print each effective restore setting and where it comes from",
+		Long: `Print each setting the restore command would use with these flags, and where
+it comes from: "default", the configuration file's FILE:LINE, or "flag".
+It takes the restore command's flags, so that a command line can be checked
+before it runs.`,
+		Example: `  restoresync config show --account alice
+  restoresync config show --account alice --jobs 8 --bwlimit 20M`,
+		Args: usageArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.configFile = configFlag(cmd)
+			settings, err := o.applyConfig(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			path, _ := config.Find(o.configFile)
+			return printSettings(cmd.OutOrStdout(), path, o.ops.account, settings)
+		},
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func printSettings(w io.Writer, path, account string, settings []setting) error {
+	if path == "" {
+		path = "none"
+	}
+	fmt.Fprintf(w, "# config file: %s\n", path)
+	if account != "" {
+		fmt.Fprintf(w, "# account: %s\n", account)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, s := range settings {
+		fmt.Fprintf(tw, "%s\t= %s\t# %s\n", s.key, quoteValue(s.value), s.source)
+	}
+	return tw.Flush()
+}
+
+// quoteValue shows empty and spaced values in quotes.
+func quoteValue(v string) string {
+	if v == "" || strings.ContainsAny(v, " \t#\"") {
+		return fmt.Sprintf("%q", v)
+	}
+	return v
+}

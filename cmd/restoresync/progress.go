@@ -1,0 +1,226 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/sys/unix"
+)
+
+// plainInterval is how often --progress=plain prints a line.
+const plainInterval = 5 * time.Second
+
+// display shows a restore's progress on stderr; it implements
+// restore.Progress. Safe for concurrent use.
+type display interface {
+	Start(files int, bytes int64)
+	Add(files int, bytes int64)
+	Streams(n int)
+	// stop ends the display; ok says whether the restore completed.
+	stop(ok bool)
+}
+
+// counts are the numbers every display shows. Safe for concurrent use.
+type counts struct {
+	start                 time.Time
+	totalFiles, doneFiles atomic.Int64
+	totalBytes, doneBytes atomic.Int64
+	streams               atomic.Int64
+	started               atomic.Bool
+}
+
+func (c *counts) Start(files int, bytes int64) {
+	c.totalFiles.Store(int64(files))
+	c.totalBytes.Store(bytes)
+	c.started.Store(true)
+}
+
+func (c *counts) Add(files int, bytes int64) {
+	c.doneFiles.Add(int64(files))
+	c.doneBytes.Add(bytes)
+}
+
+func (c *counts) Streams(n int) { c.streams.Store(int64(n)) }
+
+// filesText is "12/300 files" ("12 files" when the total is unknown).
+func (c *counts) filesText() string {
+	if t := c.totalFiles.Load(); t >= 0 {
+		return fmt.Sprintf("%d/%d files", c.doneFiles.Load(), t)
+	}
+	return fmt.Sprintf("%d files", c.doneFiles.Load())
+}
+
+func (c *counts) streamsText() string {
+	return count(int(c.streams.Load()), "stream")
+}
+
+// newDisplay returns the display for mode on w (stderr); nil for none.
+// auto is a bar when w is a terminal, else plain.
+func newDisplay(mode progressMode, w io.Writer) display {
+	if mode == progressAuto {
+		mode = progressPlain
+		if isTerminal(w) {
+			mode = progressBar
+		}
+	}
+	switch mode {
+	case progressBar:
+		return newBarDisplay(w)
+	case progressPlain:
+		return newPlainDisplay(w, plainInterval)
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// barDisplay is a live bar (vbauerster/mpb): bytes done of total, percent,
+// rate, ETA, then files done of total and active streams.
+type barDisplay struct {
+	counts
+	w    io.Writer
+	once sync.Once
+	p    *mpb.Progress
+	bar  *mpb.Bar
+	mu   sync.Mutex
+}
+
+func newBarDisplay(w io.Writer) *barDisplay {
+	return &barDisplay{w: w, counts: counts{start: time.Now()}}
+}
+
+func (d *barDisplay) Start(files int, bytes int64) {
+	d.counts.Start(files, bytes)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.p = mpb.New(mpb.WithOutput(d.w), mpb.WithWidth(32), mpb.WithRefreshRate(200*time.Millisecond))
+	extra := decor.Any(func(decor.Statistics) string {
+		return d.filesText() + ", " + d.streamsText()
+	}, decor.WCSyncSpaceR)
+	if bytes < 0 { // unknown total (tar): a spinner with the counts
+		d.bar = d.p.New(0, mpb.SpinnerStyle(),
+			mpb.PrependDecorators(decor.Current(decor.SizeB1024(0), "% .1f"),
+				decor.AverageSpeed(decor.SizeB1024(0), "% .1f", decor.WCSyncSpace)),
+			mpb.AppendDecorators(extra))
+		return
+	}
+	d.bar = d.p.New(bytes, mpb.BarStyle(),
+		mpb.PrependDecorators(
+			decor.Counters(decor.SizeB1024(0), "% .1f / % .1f"),
+			decor.Percentage(decor.WCSyncSpace)),
+		mpb.AppendDecorators(
+			decor.AverageSpeed(decor.SizeB1024(0), "% .1f", decor.WCSyncSpace),
+			decor.Name(" ETA "),
+			decor.OnComplete(decor.AverageETA(decor.ET_STYLE_GO), "done"),
+			decor.Name("  "),
+			extra))
+}
+
+func (d *barDisplay) Add(files int, bytes int64) {
+	d.counts.Add(files, bytes)
+	d.mu.Lock()
+	b := d.bar
+	d.mu.Unlock()
+	if b != nil && bytes > 0 {
+		b.IncrInt64(bytes)
+	}
+}
+
+func (d *barDisplay) stop(ok bool) {
+	d.mu.Lock()
+	p, b := d.p, d.bar
+	d.mu.Unlock()
+	if p == nil {
+		return
+	}
+	if ok {
+		b.SetTotal(-1, true) // complete, also with unknown totals
+	} else {
+		b.Abort(false)
+	}
+	p.Wait()
+}
+
+// plainDisplay prints one line every interval, for logs and pipes.
+type plainDisplay struct {
+	counts
+	w    io.Writer
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func newPlainDisplay(w io.Writer, every time.Duration) *plainDisplay {
+	d := &plainDisplay{w: w, counts: counts{start: time.Now()}, done: make(chan struct{})}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				if d.started.Load() {
+					fmt.Fprintln(d.w, d.line())
+				}
+			case <-d.done:
+				return
+			}
+		}
+	}()
+	return d
+}
+
+// line is "progress: 1.2/4.0 GiB (30%), 110.5 MiB/s, ETA 26s, 1200/4000
+// files, 4 streams".
+func (d *plainDisplay) line() string {
+	done, total := d.doneBytes.Load(), d.totalBytes.Load()
+	secs := time.Since(d.start).Seconds()
+	rate := 0.0
+	if secs > 0 {
+		rate = float64(done) / secs
+	}
+	s := "progress: " + mib(done)
+	if total >= 0 {
+		pct := 100.0
+		if total > 0 {
+			pct = float64(done) * 100 / float64(total)
+		}
+		s += fmt.Sprintf(" of %s (%.0f%%)", mib(total), pct)
+	}
+	s += fmt.Sprintf(", %s/s", mib(int64(rate)))
+	if total >= 0 && rate > 0 {
+		eta := time.Duration(float64(total-done) / rate * float64(time.Second)).Round(time.Second)
+		s += fmt.Sprintf(", ETA %s", eta)
+	}
+	return s + ", " + d.filesText() + ", " + d.streamsText()
+}
+
+func (d *plainDisplay) stop(bool) {
+	close(d.done)
+	d.wg.Wait()
+}
+
+// mib formats bytes in MiB with one decimal.
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// count formats n with noun, plural when n != 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
