@@ -28,6 +28,9 @@ func newBenchCmd() *cobra.Command {
 		Long: `Tools for benchmarks and tests: 'gen' makes a realistic tree that is the same
 byte for byte for the same flags, 'compare' checks a restored tree against
 its source, 'run' times restore methods against rsync and tar on a tree.`,
+		Example: `  restoresync bench gen --profile hosting --scale 0.05 /tmp/alice
+  restoresync bench compare /tmp/alice /home/alice
+  restoresync bench run --src backup:/snapshots/daily.0/alice --format markdown`,
 	}
 	cmd.AddCommand(newBenchGenCmd(), newBenchCompareCmd(), newBenchRunCmd(), newBenchDeltaCopyCmd(), newBenchRelayCmd())
 	return cmd
@@ -112,6 +115,8 @@ contents (xxh3), permission bits with setuid/setgid/sticky, uid and gid,
 mtimes to the nanosecond (symlinks' and directories' too), symlink targets
 and hardlink groups. Each difference is printed on stdout, sorted by path;
 the exit status is 0 if the trees are the same, 1 if they differ.`,
+		Example: `  restoresync bench compare /snapshots/daily.0/alice /home/alice
+  restoresync bench compare --ignore-owner --max-diffs 20 /tmp/src /tmp/dst`,
 		Args: usageArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runBenchCompare(cmd.Context(), cmd, o, args)
@@ -269,10 +274,11 @@ func newBenchDeltaCopyCmd() *cobra.Command {
 	var percent string
 	var seed int64
 	cmd := &cobra.Command{
-		Use:    "delta-copy --percent P [--seed N] DIR",
-		Short:  "Copy DIR to a new temporary directory and change P% of its files (bench run --delta on the source host)",
-		Hidden: true,
-		Args:   usageArgs(1),
+		Use:     "delta-copy --percent P [--seed N] DIR",
+		Short:   "Copy DIR to a new temporary directory and change P% of its files (bench run --delta on the source host)",
+		Example: "  restoresync bench delta-copy --percent 1 --seed 2 /snapshots/daily.0/alice",
+		Hidden:  true,
+		Args:    usageArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := bench.ParsePercent(percent)
 			if err != nil {
@@ -289,10 +295,11 @@ func newBenchDeltaCopyCmd() *cobra.Command {
 func newBenchRelayCmd() *cobra.Command {
 	var o bench.RelayOptions
 	cmd := &cobra.Command{
-		Use:    "relay --listen ADDR --to ADDR [--delay D]",
-		Short:  "Relay TCP connections, delaying each direction (the benchmark lab's link)",
-		Hidden: true,
-		Args:   usageArgs(0),
+		Use:     "relay --listen ADDR --to ADDR [--delay D]",
+		Short:   "Relay TCP connections, delaying each direction (the benchmark lab's link)",
+		Example: "  restoresync bench relay --listen 127.0.0.1:2200 --to 127.0.0.1:22 --delay 500us",
+		Hidden:  true,
+		Args:    usageArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Ready = func(a net.Addr) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "relay: %s -> %s, %v each way\n", a, o.To, o.Delay)

@@ -81,6 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	initCompletion(root)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
@@ -128,6 +129,9 @@ func newRootCmd() *cobra.Command {
 		Long: `restoresync streams a file tree from a backup server straight to its final
 place, in parallel over SSH, with per-stream compression, setting owner, mode
 and times on each file as it lands.`,
+		Example: `  restoresync restore backup.example.com:/snapshots/daily.0/alice /home/alice
+  restoresync serve --listen 0.0.0.0:2222 --root /snapshots --authorized-keys /etc/restoresync/authorized_keys
+  restoresync config show --account alice`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -5,10 +5,15 @@ import (
 )
 
 // addOpsCommands adds the operators' commands and flags to the root
-// command: --config, 'config show', and examples for cobra's 'completion'.
+// command: --config and 'config show'.
 func addOpsCommands(root *cobra.Command) {
 	addConfigFlag(root)
 	root.AddCommand(newConfigCmd())
+}
+
+// initCompletion adds cobra's 'completion' command, with examples; called
+// after root.SetOut, which the command captures.
+func initCompletion(root *cobra.Command) {
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if c.Name() != "completion" {

@@ -14,7 +14,7 @@ import (
 )
 
 // plainInterval is how often --progress=plain prints a line.
-const plainInterval = 5 * time.Second
+const plainInterval = 3 * time.Second
 
 // display shows a restore's progress on stderr; it implements
 // restore.Progress. Safe for concurrent use.
