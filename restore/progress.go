@@ -2,8 +2,11 @@ package restore
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"sync/atomic"
+
+	"github.com/restoresync/restoresync/transfer"
 )
 
 // Progress is told how a restore advances, for a live display. Run calls it
@@ -79,4 +82,55 @@ func (ob *observer) file(path string, size int64, action string) {
 	}
 	ob.log.LogAttrs(context.Background(), slog.LevelInfo, "restored",
 		slog.String("path", path), slog.Int64("size", size), slog.String("action", action))
+}
+
+// Live byte counts: the data of items sent whole is counted as it flows
+// (read by the safe writer on a pull or a local copy, read from the source
+// on a push), so that a big file moves the display as it is written;
+// deltas are counted when their item completes.
+
+// progressWriter is the safe writer counting whole items' bytes as it
+// reads them. It keeps the Writer's other methods (OpenBasis for deltas).
+type progressWriter struct {
+	*Writer
+	ob *observer
+}
+
+func (w progressWriter) WriteItem(ctx context.Context, it *transfer.Item, r io.Reader) error {
+	if it.Delta == nil && w.ob != nil && w.ob.p != nil {
+		r = &progressReader{r: r, ob: w.ob}
+	}
+	return w.Writer.WriteItem(ctx, it, r)
+}
+
+// progressSource is a push's source counting whole items' bytes as they
+// are read.
+type progressSource struct {
+	*transfer.LocalSource
+	ob *observer
+}
+
+func (s progressSource) Open(ctx context.Context, it *transfer.Item) (io.ReadCloser, error) {
+	rc, err := s.LocalSource.Open(ctx, it)
+	if err != nil || it.Delta != nil || s.ob == nil || s.ob.p == nil {
+		return rc, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{&progressReader{r: rc, ob: s.ob}, rc}, nil
+}
+
+// progressReader reports what is read through it.
+type progressReader struct {
+	r  io.Reader
+	ob *observer
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.ob.add(0, int64(n))
+	}
+	return n, err
 }

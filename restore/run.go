@@ -69,8 +69,10 @@ type Options struct {
 	// limit. It applies to the network streams (and the in-process ones of
 	// a local tar restore), not to a local → local raw copy.
 	BwLimitBytes int64
-	// lim is the shared bucket for BwLimitBytes, made by Run.
+	// lim is the shared bucket for BwLimitBytes, and ob reports to
+	// Progress and Logger; both made by Run.
 	lim *limiter
+	ob  *observer
 }
 
 func (o *Options) applyDefaults() {
@@ -96,6 +98,7 @@ var ErrUsage = errors.New("usage")
 func Run(ctx context.Context, o Options) (*Report, error) {
 	o.applyDefaults()
 	o.lim = newLimiter(o.BwLimitBytes)
+	o.ob = newObserver(&o)
 	start := time.Now()
 	rep := &Report{Method: string(o.Method), Compression: o.Compression.String(), Jobs: o.Jobs}
 	src, err := transfer.ParseLocation(o.Src)
@@ -158,7 +161,7 @@ func openSession(ctx context.Context, o Options, src, dst transfer.Location) (se
 			p.close(true)
 			return nil, err
 		}
-		return &pullSession{p: p, w: w}, nil
+		return &pullSession{p: p, w: w, ob: o.ob}, nil
 	case dst.Remote():
 		ls, err := transfer.OpenLocalSource(src.Path)
 		if err != nil {
@@ -172,7 +175,7 @@ func openSession(ctx context.Context, o Options, src, dst transfer.Location) (se
 			ls.Close()
 			return nil, err
 		}
-		return &pushSession{p: p, src: ls, readBuf: o.ReadBufferBytes}, nil
+		return &pushSession{p: p, src: ls, readBuf: o.ReadBufferBytes, ob: o.ob}, nil
 	default:
 		ls, err := transfer.OpenLocalSource(src.Path)
 		if err != nil {
@@ -183,7 +186,7 @@ func openSession(ctx context.Context, o Options, src, dst transfer.Location) (se
 			ls.Close()
 			return nil, err
 		}
-		return &localSession{src: ls, w: w, jobs: o.Jobs}, nil
+		return &localSession{src: ls, w: w, jobs: o.Jobs, ob: o.ob}, nil
 	}
 }
 
@@ -243,7 +246,7 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 		}
 	}
 	rep.Skipped = dataFiles - len(plan.Need) - len(plan.Errors)
-	ob := newObserver(&o)
+	ob := o.ob
 	var needBytes int64
 	for _, i := range plan.Need {
 		needBytes += entries[i].Size
@@ -395,11 +398,11 @@ func (t *tracker) done(b *batch, errs []error) {
 				t.rep.Files++
 				t.rep.Bytes += it.Length
 				files++
-				bytes += it.Length
 				action := ActionWrite
 				if it.Delta != nil {
 					t.rep.DeltaFiles++
 					action = ActionDelta
+					bytes += it.Length
 				}
 				t.ob.file(it.Entry.Path, it.Entry.Size, action)
 			}
@@ -413,7 +416,9 @@ func (t *tracker) done(b *batch, errs []error) {
 		}
 		if err == nil {
 			t.rep.Bytes += it.Length
-			bytes += it.Length
+			if it.Delta != nil {
+				bytes += it.Length
+			}
 			st.delta = st.delta || it.Delta != nil
 		}
 		if st.left == 0 && !st.failed {

@@ -43,6 +43,7 @@ type localSession struct {
 	src  *transfer.LocalSource
 	w    *Writer
 	jobs int
+	ob   *observer
 }
 
 func (s *localSession) list(ctx context.Context) (treewalk.List, error) { return s.src.List(ctx) }
@@ -67,7 +68,7 @@ func (s *localSession) runStream(ctx context.Context, i int, batches <-chan *bat
 			it := &b.items[j]
 			r, err := s.src.Open(ctx, it)
 			if err == nil {
-				err = s.w.WriteItem(ctx, it, r)
+				err = progressWriter{s.w, s.ob}.WriteItem(ctx, it, r)
 				r.Close()
 			}
 			errs[j] = err

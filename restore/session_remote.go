@@ -52,8 +52,9 @@ func pipeline[T any](ctx context.Context, batches <-chan *batch, send func(*batc
 
 // pullSession restores from a remote sender into a local writer.
 type pullSession struct {
-	p *pool
-	w *Writer
+	p  *pool
+	w  *Writer
+	ob *observer
 }
 
 func (s *pullSession) list(ctx context.Context) (treewalk.List, error) { return s.p.conn(0).List(ctx) }
@@ -69,7 +70,7 @@ func (s *pullSession) runStream(ctx context.Context, i int, batches <-chan *batc
 	return pipeline(ctx, batches,
 		func(b *batch) (struct{}, error) { return struct{}{}, c.SendRead(b.items) },
 		func(b *batch, _ struct{}) error {
-			errs, err := c.RecvRead(ctx, b.items, s.w)
+			errs, err := c.RecvRead(ctx, b.items, progressWriter{s.w, s.ob})
 			if err != nil {
 				return err
 			}
@@ -97,6 +98,7 @@ type pushSession struct {
 	p       *pool
 	src     *transfer.LocalSource
 	readBuf int
+	ob      *observer
 }
 
 func (s *pushSession) list(ctx context.Context) (treewalk.List, error) { return s.src.List(ctx) }
@@ -111,7 +113,7 @@ func (s *pushSession) runStream(ctx context.Context, i int, batches <-chan *batc
 	c := s.p.conn(i)
 	buf := make([]byte, s.readBuf)
 	return pipeline(ctx, batches,
-		func(b *batch) ([]error, error) { return c.SendWrite(ctx, b.items, s.src, buf) },
+		func(b *batch) ([]error, error) { return c.SendWrite(ctx, b.items, progressSource{s.src, s.ob}, buf) },
 		func(b *batch, sendErrs []error) error {
 			errs, err := c.RecvWrite(b.items)
 			if err != nil {

@@ -69,7 +69,7 @@ func runTar(ctx context.Context, o Options, src, dst transfer.Location, rep *Rep
 	}
 	defer w.Close()
 	x := newExtractor(w, rep)
-	x.ob = newObserver(&o)
+	x.ob = o.ob
 	x.ob.start(-1, -1)
 	x.protoErr = transfer.ErrProtocol
 

@@ -74,7 +74,7 @@ func runTarInput(ctx context.Context, o Options, src, dst transfer.Location, rep
 	}
 	defer w.Close()
 	x := newExtractor(w, rep)
-	x.ob = newObserver(&o)
+	x.ob = o.ob
 	x.ob.start(-1, -1)
 	if err := x.extract(ctx, ar, false); err != nil {
 		if ctx.Err() != nil {

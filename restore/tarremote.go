@@ -67,7 +67,7 @@ func runTarAgentless(ctx context.Context, o Options, d transfer.Dialer, src, dst
 	}
 	defer w.Close()
 	x := newExtractor(w, rep)
-	x.ob = newObserver(&o)
+	x.ob = o.ob
 	x.ob.start(-1, -1)
 	err = x.extract(ctx, ar, false)
 	if err == nil {

@@ -89,14 +89,16 @@ func isTerminal(w io.Writer) bool {
 }
 
 // barDisplay is a live bar (vbauerster/mpb): bytes done of total, percent,
-// rate, ETA, then files done of total and active streams.
+// rate, ETA, then files done of total and active streams. Add only counts;
+// a goroutine moves the bar to the counts at mpb's refresh rate.
 type barDisplay struct {
 	counts
 	w    io.Writer
-	once sync.Once
 	p    *mpb.Progress
 	bar  *mpb.Bar
 	mu   sync.Mutex
+	done chan struct{}
+	wg   sync.WaitGroup
 }
 
 func newBarDisplay(w io.Writer) *barDisplay {
@@ -107,10 +109,11 @@ func (d *barDisplay) Start(files int, bytes int64) {
 	d.counts.Start(files, bytes)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.p = mpb.New(mpb.WithOutput(d.w), mpb.WithWidth(32), mpb.WithRefreshRate(200*time.Millisecond))
+	d.p = mpb.New(mpb.WithOutput(d.w), mpb.WithWidth(32), mpb.WithRefreshRate(barRefresh))
 	extra := decor.Any(func(decor.Statistics) string {
 		return d.filesText() + ", " + d.streamsText()
 	}, decor.WCSyncSpaceR)
+	defer d.follow()
 	if bytes < 0 { // unknown total (tar): a spinner with the counts
 		d.bar = d.p.New(0, mpb.SpinnerStyle(),
 			mpb.PrependDecorators(decor.Current(decor.SizeB1024(0), "% .1f"),
@@ -130,14 +133,27 @@ func (d *barDisplay) Start(files int, bytes int64) {
 			extra))
 }
 
-func (d *barDisplay) Add(files int, bytes int64) {
-	d.counts.Add(files, bytes)
-	d.mu.Lock()
-	b := d.bar
-	d.mu.Unlock()
-	if b != nil && bytes > 0 {
-		b.IncrInt64(bytes)
-	}
+// barRefresh is how often the bar is redrawn.
+const barRefresh = 150 * time.Millisecond
+
+// follow starts moving the bar to the byte count until stop. Called with
+// d.mu held, once the bar exists.
+func (d *barDisplay) follow() {
+	d.done = make(chan struct{})
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		t := time.NewTicker(barRefresh)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				d.bar.SetCurrent(d.doneBytes.Load())
+			case <-d.done:
+				return
+			}
+		}
+	}()
 }
 
 func (d *barDisplay) stop(ok bool) {
@@ -147,6 +163,9 @@ func (d *barDisplay) stop(ok bool) {
 	if p == nil {
 		return
 	}
+	close(d.done)
+	d.wg.Wait()
+	b.SetCurrent(d.doneBytes.Load())
 	if ok {
 		b.SetTotal(-1, true) // complete, also with unknown totals
 	} else {
