@@ -527,3 +527,26 @@ func TestCompletionAndHelpExamples(t *testing.T) {
 	}
 	walk(root)
 }
+
+// --bwlimit follows rsync's units: a bare number is KiB/s.
+func TestBwlimitUnits(t *testing.T) {
+	for in, want := range map[string]int64{
+		"0": 0, "100": 100 << 10, "1.5": 1536, "50M": 50 << 20, "800K": 800 << 10,
+		"1MiB": 1 << 20, "2MB": 2e6, "1G": 1 << 30, "4096B": 4096,
+	} {
+		var b bwLimit
+		if err := b.Set(in); err != nil || int64(b) != want {
+			t.Errorf("--bwlimit %s = %d, %v; want %d", in, b, err, want)
+		}
+		var back bwLimit // String reads back
+		if err := back.Set(b.String()); err != nil || back != b {
+			t.Errorf("--bwlimit %s: String %q reads back as %d, %v", in, b.String(), back, err)
+		}
+	}
+	for _, bad := range []string{"-1", "fast", "10X"} {
+		var b bwLimit
+		if err := b.Set(bad); err == nil {
+			t.Errorf("--bwlimit %s: no error", bad)
+		}
+	}
+}

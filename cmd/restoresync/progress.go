@@ -109,6 +109,9 @@ func (d *barDisplay) Start(files int, bytes int64) {
 	d.counts.Start(files, bytes)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.p != nil {
+		return // one bar per run
+	}
 	d.p = mpb.New(mpb.WithOutput(d.w), mpb.WithWidth(32), mpb.WithRefreshRate(barRefresh))
 	extra := decor.Any(func(decor.Statistics) string {
 		return d.filesText() + ", " + d.streamsText()
