@@ -466,7 +466,9 @@ func (e *env) runOnce(s *series, phase string, run int, src, localSrc, dst strin
 func (e *env) measure(s *series, src, dst string) (measured, int64, int64, error) {
 	if s.restore != nil {
 		c := s.restore
-		args := []string{"restore", "--json", "--method", c.method, "-j", strconv.Itoa(c.jobs)}
+		// No configuration file (its bwlimit or hooks would skew the
+		// rows) and no progress lines.
+		args := []string{"--config", "none", "restore", "--json", "--progress", "none", "--method", c.method, "-j", strconv.Itoa(c.jobs)}
 		if c.method != string(restore.MethodRsync) {
 			args = append(args, "--compress", c.codec)
 		}

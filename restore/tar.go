@@ -131,6 +131,8 @@ func dialTar(ctx context.Context, d transfer.Dialer, h transfer.Hello) (*tarStre
 // extract reads the stream's archive into x; ctx's cancellation closes the
 // stream to end a blocked read.
 func (ts *tarStream) extract(ctx context.Context, x *extractor) error {
+	x.ob.streamUp()
+	defer x.ob.streamDown()
 	stop := context.AfterFunc(ctx, func() { ts.s.Close() })
 	defer stop()
 	err := x.extract(ctx, ts.c.TarReader(), true)

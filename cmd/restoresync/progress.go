@@ -78,14 +78,15 @@ func newDisplay(mode progressMode, w io.Writer) display {
 	return nil
 }
 
-// isTerminal reports whether w is a terminal.
+// isTerminal reports whether w is a terminal with a known width (a bar
+// needs one: a pseudo-terminal nobody sized is 0 columns wide).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	return err == nil && ws.Col > 0
 }
 
 // barDisplay is a live bar (vbauerster/mpb): bytes done of total, percent,
