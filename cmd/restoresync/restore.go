@@ -22,6 +22,7 @@ type restoreOptions struct {
 	timeoutSec int
 	json       bool
 	archive    bool
+	sel        selectOptions
 }
 
 func newRestoreCmd() *cobra.Command {
@@ -34,10 +35,16 @@ func newRestoreCmd() *cobra.Command {
 	o.opts.Jobs = 4
 	o.opts.Compression = transfer.DefaultCompression
 	cmd := &cobra.Command{
-		Use:   "restore [flags] SRC DST",
+		Use:   "restore [flags] SRC [SRC...] DST",
 		Short: "Restore SRC's contents into DST (one side may be remote)",
 		Long: `Restore the contents of SRC into DST, like 'rsync -aH SRC/ DST/'. DST is created
-if missing; a trailing slash on SRC makes no difference.
+if missing; a trailing slash on SRC makes no difference. A SRC that is a file
+lands at DST/<name>. With several SRCs (all on one host), each lands at
+DST/<its name>; with -R, at DST/<its path>.
+
+--include, --exclude, --files-from, -R and --delete follow rsync's rules;
+-n (--dry-run) prints what would change, in rsync's --itemize-changes
+format, and writes nothing.
 
 SRC and DST are PATH, [user@]host:PATH or ssh://[user@]host[:port]/PATH; at
 most one is remote. The remote host must have restoresync on its PATH (or
@@ -54,8 +61,16 @@ same checks: 'restoresync restore backup.tar.gz /home/alice'.`,
   # through the system OpenSSH client, with its config and a jump host
   restoresync restore -e 'ssh -J bastion' backup:/snap/alice /home/alice
   # from a 'restoresync serve --listen' endpoint, 8 streams, lz4
-  restoresync restore -j 8 --compress lz4 ssh://restore@10.0.0.5:2222/alice /home/alice`,
-		Args: usageArgs(2),
+  restoresync restore -j 8 --compress lz4 ssh://restore@10.0.0.5:2222/alice /home/alice
+  # two things of an account, each under its name: /home/alice/wp-config.php, /home/alice/mail
+  restoresync restore backup:/snap/alice/public_html/wp-config.php backup:/snap/alice/mail /home/alice/restored
+  # keep the path after /./: /home/alice/public_html/wp-content/uploads
+  restoresync restore -R backup:/snap/alice/./public_html/wp-content/uploads /home/alice
+  # see first, then restore: PHP files only, deleting those not in the backup
+  restoresync restore -n --delete --include='*/' --include='*.php' --exclude='*' backup:/snap/alice /home/alice
+  # the paths listed in a file, relative to SRC
+  restoresync restore --files-from=lost.txt backup:/snap/alice /home/alice`,
+		Args: minArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRestore(cmd.Context(), cmd, o, args)
 		},
@@ -90,11 +105,16 @@ func (o *restoreOptions) addFlags(cmd *cobra.Command) {
 	f.IntVar(&o.timeoutSec, "timeout", 30, "seconds allowed for each SSH connection's dial and handshake")
 	f.BoolVar(&o.json, "json", false, "print the report as one JSON object instead of the summary line")
 	f.BoolVarP(&o.archive, "archive", "a", true, "accepted for rsync habit: restores are always archive-mode")
+	o.addSelectFlags(f)
 }
 
 func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args []string) error {
+	if err := o.applySelect(cmd.InOrStdin()); err != nil {
+		return err
+	}
 	r := o.opts
-	r.Src, r.Dst = args[0], args[1]
+	r.Src, r.Dst = args[0], args[len(args)-1]
+	r.MoreSrc = args[1 : len(args)-1]
 	r.Stdin = cmd.InOrStdin() // SRC "-": a tar archive on standard input
 	r.Version = version
 	r.Writer.BlockSizeBytes = int64(o.blockSize)
@@ -132,6 +152,9 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 		b, _ := json.Marshal(rep)
 		fmt.Fprintln(out, string(b))
 	} else if err == nil {
+		for _, l := range rep.Changes {
+			fmt.Fprintln(out, l)
+		}
 		for _, fe := range rep.Errors {
 			fmt.Fprintf(cmd.ErrOrStderr(), "restoresync: %s: %s\n", fe.Path, fe.Error)
 		}
