@@ -293,7 +293,7 @@ func (r *rule) matches(name string, dir bool) bool {
 	if r.dirOnly && !dir {
 		return false
 	}
-	if r.slashes == 0 && !r.wild2 {
+	if !r.anchored && r.slashes == 0 && !r.wild2 {
 		// The name's last component only.
 		if i := strings.LastIndexByte(name, '/'); i >= 0 {
 			name = name[i+1:]
