@@ -1,0 +1,246 @@
+package restore_test
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/restoresync/restoresync/restore"
+	"github.com/restoresync/restoresync/treewalk"
+)
+
+// writeFiles creates files (path → content) under root, parents 0755.
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for p, data := range files {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// snapshot describes every entry under dir, dir itself included: type,
+// mode, owner, size, mtime to the nanosecond, content, symlink target.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		desc := fmt.Sprintf("%v %d:%d size=%d mtime=%d", fi.Mode(), st.Uid, st.Gid, fi.Size(), fi.ModTime().UnixNano())
+		switch {
+		case fi.Mode().IsRegular():
+			b, _ := os.ReadFile(p)
+			desc += " data=" + string(b)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			desc += " -> " + target
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = desc
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// --delete removes, below the restored SRCs only, what the source lacks;
+// what the filters exclude is protected (a directory holding a protected
+// file stays), what lies outside the SRCs survives, and a planted symlink
+// is removed as a link: what it points to is untouched.
+func TestDeleteScope(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "alice")
+	writeFiles(t, src, map[string]string{
+		"public_html/index.php":         "<?php",
+		"public_html/wp-content/a.txt":  "a",
+		"public_html/debug.log":         "source log",
+		"mail/cur/m1":                   "mail",
+		"logs/access.log":               "log",
+		"public_html/wp-content/b.html": "b",
+	})
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			tmp := t.TempDir()
+			dst := filepath.Join(tmp, "home")
+			target := filepath.Join(tmp, "elsewhere")
+			writeFiles(t, target, map[string]string{"precious": "keep me"})
+			writeFiles(t, dst, map[string]string{
+				"public_html/extra.php":                 "stale", // in scope: deleted
+				"public_html/wp-content/old/x.txt":      "stale", // dir in scope: deleted
+				"public_html/keep.log":                  "kept",  // excluded: protected
+				"public_html/cache/page.html":           "kept",  // excluded dir: protected
+				"public_html/gone/a.log":                "kept",  // protected inside an extra dir
+				"public_html/gone/b.txt":                "stale",
+				"mail/new/stale":                        "stale",
+				"outside.txt":                           "kept", // not below a SRC
+				"logs/other.log":                        "kept", // logs is not restored
+				"public_html/wp-content/uploads/a.jpg": "stale",
+			})
+			if err := os.Symlink(target, filepath.Join(dst, "public_html/evil")); err != nil {
+				t.Fatal(err)
+			}
+			o := options(mode, src+"/public_html", dst)
+			o.MoreSrc = []string{strings.Replace(o.Src, "/public_html", "/mail", 1)}
+			o.Delete = true
+			o.Filters = []treewalk.Rule{{Pattern: "*.log"}, {Pattern: "cache/"}}
+			rep := run(t, o)
+			for _, gone := range []string{"public_html/extra.php", "public_html/wp-content/old", "public_html/gone/b.txt",
+				"mail/new", "public_html/evil", "public_html/wp-content/uploads"} {
+				if _, err := os.Lstat(filepath.Join(dst, gone)); !os.IsNotExist(err) {
+					t.Errorf("%s: still there (%v)", gone, err)
+				}
+			}
+			for _, kept := range []string{"public_html/keep.log", "public_html/cache/page.html", "public_html/gone/a.log",
+				"outside.txt", "logs/other.log", "public_html/index.php", "mail/cur/m1", "public_html/wp-content/b.html"} {
+				if _, err := os.Lstat(filepath.Join(dst, kept)); err != nil {
+					t.Errorf("%s: %v", kept, err)
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(dst, "public_html/debug.log")); !os.IsNotExist(err) {
+				t.Errorf("public_html/debug.log: excluded on the source, yet restored (%v)", err)
+			}
+			if b, err := os.ReadFile(filepath.Join(target, "precious")); err != nil || string(b) != "keep me" {
+				t.Errorf("the planted symlink's target: %q, %v", b, err)
+			}
+			// extra.php, old/x.txt, old/, gone/b.txt, new/stale, new/, evil, uploads/a.jpg, uploads/
+			if rep.Deleted != 9 {
+				t.Errorf("report: %d deleted, want 9", rep.Deleted)
+			}
+		})
+	}
+}
+
+// Without --delete nothing is removed, and a file list with errors (a SRC
+// that does not exist) deletes nothing either, as rsync does; the missing
+// SRC is a per-file error (exit 23).
+func TestDeleteSkippedOnListErrors(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "alice")
+	writeFiles(t, src, map[string]string{"public_html/index.php": "<?php"})
+	dst := t.TempDir()
+	writeFiles(t, dst, map[string]string{"public_html/stale.php": "stale"})
+	o := options("pull", src+"/public_html", dst)
+	o.MoreSrc = []string{"backup:" + src + "/nope"}
+	o.Delete = true
+	var warned []string
+	o.Warnf = func(f string, a ...any) { warned = append(warned, fmt.Sprintf(f, a...)) }
+	rep, err := restore.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Errors) != 1 || rep.Errors[0].Path != "nope" {
+		t.Errorf("errors: %+v, want one for nope", rep.Errors)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "public_html/stale.php")); err != nil {
+		t.Errorf("deleted despite the list's errors: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "public_html/index.php")); err != nil {
+		t.Errorf("the SRC that exists was not restored: %v", err)
+	}
+	if len(warned) == 0 || !strings.Contains(warned[0], "nothing deleted") {
+		t.Errorf("warnings: %q", warned)
+	}
+}
+
+// A dry run writes nothing (every entry of DST, DST's own mtime included,
+// is as before), says what a real run then does, line for line, and a dry
+// run after the real run finds nothing left to do. Into a DST that does
+// not exist, it does not create it.
+func TestDryRunWritesNothing(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "alice")
+	writeFiles(t, src, map[string]string{
+		"public_html/index.php":     "<?php new",
+		"public_html/wp-config.php": "secret",
+		"public_html/new/page.html": "new page",
+		"mail/cur/m1":               "mail",
+	})
+	os.Symlink("index.php", filepath.Join(src, "public_html/home.php"))
+	old := time.Date(2024, 3, 1, 12, 0, 0, 123, time.UTC)
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "alice")
+			run(t, options("local", src, dst))
+			// Make DST differ: a changed file, a mode, a missing dir, extras.
+			writeFiles(t, dst, map[string]string{"public_html/index.php": "<?php old!", "public_html/stale.php": "x", "tmp/junk": "j"})
+			os.Chtimes(filepath.Join(dst, "public_html/index.php"), old, old)
+			os.Chmod(filepath.Join(dst, "public_html/wp-config.php"), 0o666)
+			os.RemoveAll(filepath.Join(dst, "public_html/new"))
+			os.Chtimes(filepath.Join(dst, "public_html"), old, old)
+			before := snapshot(t, dst)
+
+			o := options(mode, src, dst)
+			o.DryRun, o.Delete = true, true
+			rep := run(t, o)
+			if after := snapshot(t, dst); !mapsEqual(before, after) {
+				t.Errorf("a dry run changed DST:\nbefore %v\nafter  %v", before, after)
+			}
+			want := []string{
+				"*deleting   public_html/stale.php",
+				"*deleting   tmp/junk",
+				"*deleting   tmp/",
+				".d..t...... ./", // tmp/ was made in it
+				".d..t...... public_html/",
+				">f.st...... public_html/index.php",
+				"cd+++++++++ public_html/new/",
+				">f+++++++++ public_html/new/page.html",
+				".f...p..... public_html/wp-config.php",
+			}
+			if !rep.DryRun || !slices.Equal(rep.Changes, want) {
+				t.Errorf("dry run said\n  %q\nwant\n  %q", rep.Changes, want)
+			}
+
+			o.DryRun, o.ItemizeChanges = false, true
+			real := run(t, o)
+			if !slices.Equal(real.Changes, rep.Changes) {
+				t.Errorf("the real run did\n  %q\nthe dry run said\n  %q", real.Changes, rep.Changes)
+			}
+			assertSameTree(t, src, dst)
+			o.DryRun, o.ItemizeChanges = true, false
+			if again := run(t, o); len(again.Changes) != 0 {
+				t.Errorf("a dry run after the restore still sees changes: %q", again.Changes)
+			}
+		})
+	}
+	t.Run("missing-dst", func(t *testing.T) {
+		dst := filepath.Join(t.TempDir(), "not", "yet")
+		o := options("pull", src, dst)
+		o.DryRun = true
+		rep := run(t, o)
+		if _, err := os.Lstat(filepath.Dir(dst)); !os.IsNotExist(err) {
+			t.Errorf("a dry run created %s: %v", filepath.Dir(dst), err)
+		}
+		if len(rep.Changes) == 0 || rep.Changes[0] != "cd+++++++++ ./" {
+			t.Errorf("changes: %q", rep.Changes)
+		}
+	})
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
