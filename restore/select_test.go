@@ -84,15 +84,15 @@ func TestDeleteScope(t *testing.T) {
 			target := filepath.Join(tmp, "elsewhere")
 			writeFiles(t, target, map[string]string{"precious": "keep me"})
 			writeFiles(t, dst, map[string]string{
-				"public_html/extra.php":                 "stale", // in scope: deleted
-				"public_html/wp-content/old/x.txt":      "stale", // dir in scope: deleted
-				"public_html/keep.log":                  "kept",  // excluded: protected
-				"public_html/cache/page.html":           "kept",  // excluded dir: protected
-				"public_html/gone/a.log":                "kept",  // protected inside an extra dir
-				"public_html/gone/b.txt":                "stale",
-				"mail/new/stale":                        "stale",
-				"outside.txt":                           "kept", // not below a SRC
-				"logs/other.log":                        "kept", // logs is not restored
+				"public_html/extra.php":                "stale", // in scope: deleted
+				"public_html/wp-content/old/x.txt":     "stale", // dir in scope: deleted
+				"public_html/keep.log":                 "kept",  // excluded: protected
+				"public_html/cache/page.html":          "kept",  // excluded dir: protected
+				"public_html/gone/a.log":               "kept",  // protected inside an extra dir
+				"public_html/gone/b.txt":               "stale",
+				"mail/new/stale":                       "stale",
+				"outside.txt":                          "kept", // not below a SRC
+				"logs/other.log":                       "kept", // logs is not restored
 				"public_html/wp-content/uploads/a.jpg": "stale",
 			})
 			if err := os.Symlink(target, filepath.Join(dst, "public_html/evil")); err != nil {
