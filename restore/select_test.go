@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/restoresync/restoresync/restore"
+	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -243,4 +244,68 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// Behind a served root (serve --listen, --root), every SRC of a selection
+// is taken beneath it: several SRCs restore, and a SRC that climbs out of
+// the root, by ".." or by a symlink, is refused without reading anything
+// outside.
+func TestSelectionConfinedToServedRoot(t *testing.T) {
+	served := filepath.Join(t.TempDir(), "snapshots")
+	writeFiles(t, served, map[string]string{"alice/mail/cur/m1": "mail", "alice/public_html/index.php": "<?php"})
+	secret := filepath.Join(t.TempDir(), "secret")
+	writeFiles(t, secret, map[string]string{"passwd": "root:x:0:0"})
+	os.Symlink(secret, filepath.Join(served, "alice/escape"))
+	pipe := transfer.PipeDialer{Config: transfer.ServerConfig{Root: served, ReadOnly: true, Version: "test"}}
+	dst := t.TempDir()
+	o := restore.Options{Src: "backup:/alice/mail", MoreSrc: []string{"backup:/alice/public_html/index.php"}, Dst: dst, Dialer: pipe}
+	run(t, o)
+	for _, p := range []string{"mail/cur/m1", "index.php"} {
+		if _, err := os.Stat(filepath.Join(dst, p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	for _, bad := range [][]string{
+		{"backup:/alice/mail", "backup:/../" + filepath.Base(filepath.Dir(secret)) + "/secret/passwd"},
+		{"backup:/alice/mail", "backup:/alice/escape/passwd"},
+	} {
+		dst := t.TempDir()
+		o := restore.Options{Src: bad[0], MoreSrc: bad[1:], Dst: dst, Dialer: pipe}
+		rep, err := restore.Run(context.Background(), o)
+		if err == nil && len(rep.Errors) == 0 {
+			t.Errorf("%q: restored without an error", bad)
+		}
+		if _, err := os.Stat(filepath.Join(dst, "passwd")); !os.IsNotExist(err) {
+			t.Errorf("%q: passwd was restored from outside the served root", bad)
+		}
+	}
+}
+
+// A SRC that is a regular file lands at DST/<name>, pulled, pushed or
+// local; a local file whose content is not a tar archive is such a file
+// (one that is, is extracted: see the tar tests).
+func TestFileSrc(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"wp-config.php": "<?php define('DB', 'x');", "access.log.gz": "\x1f\x8bnot really gzip"})
+	mtime := time.Date(2023, 5, 6, 7, 8, 9, 10, time.UTC)
+	os.Chtimes(filepath.Join(dir, "wp-config.php"), mtime, mtime)
+	os.Chmod(filepath.Join(dir, "wp-config.php"), 0o600)
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "restored")
+			run(t, options(mode, filepath.Join(dir, "wp-config.php"), dst))
+			fi, err := os.Stat(filepath.Join(dst, "wp-config.php"))
+			if err != nil || fi.Mode().Perm() != 0o600 || !fi.ModTime().Equal(mtime) {
+				t.Fatalf("DST/wp-config.php: %v %v", fi, err)
+			}
+			if d, err := os.Stat(dst); err != nil || d.Mode().Perm() != 0o755 {
+				t.Errorf("DST made for the file: %v %v, want mode 0755", d, err)
+			}
+		})
+	}
+	dst := t.TempDir()
+	run(t, options("local", filepath.Join(dir, "access.log.gz"), dst))
+	if b, err := os.ReadFile(filepath.Join(dst, "access.log.gz")); err != nil || string(b) != "\x1f\x8bnot really gzip" {
+		t.Errorf("a gzip-looking file that is no tar archive: %q, %v", b, err)
+	}
 }
