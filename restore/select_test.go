@@ -2,6 +2,7 @@ package restore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -307,5 +308,30 @@ func TestFileSrc(t *testing.T) {
 	run(t, options("local", filepath.Join(dir, "access.log.gz"), dst))
 	if b, err := os.ReadFile(filepath.Join(dst, "access.log.gz")); err != nil || string(b) != "\x1f\x8bnot really gzip" {
 		t.Errorf("a gzip-looking file that is no tar archive: %q, %v", b, err)
+	}
+}
+
+// The tar method takes several SRCs, -R and the filters (its sender walks
+// like the raw one), and refuses --delete with a usage error naming it.
+func TestTarSelection(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "alice")
+	writeFiles(t, src, map[string]string{"public_html/index.php": "<?php", "public_html/debug.log": "log", "mail/cur/m1": "mail", "logs/a.log": "x"})
+	for _, mode := range []string{"local", "pull"} {
+		t.Run(mode, func(t *testing.T) {
+			dst := t.TempDir()
+			o := options(mode, src+"/./public_html", dst)
+			o.MoreSrc = []string{strings.Replace(o.Src, "/./public_html", "/./mail", 1)}
+			o.Relative, o.Method, o.Jobs = true, restore.MethodTar, 2
+			o.Filters = []treewalk.Rule{{Pattern: "*.log"}}
+			run(t, o)
+			want := []string{"mail/", "mail/cur/", "mail/cur/m1", "public_html/", "public_html/index.php"}
+			if got := treeSet(t, dst); !slices.Equal(got, want) {
+				t.Errorf("tar restored %q, want %q", got, want)
+			}
+			o.Delete = true
+			if _, err := restore.Run(context.Background(), o); !errors.Is(err, restore.ErrUsage) || !strings.Contains(err.Error(), "--delete") {
+				t.Errorf("tar with --delete: %v", err)
+			}
+		})
 	}
 }
