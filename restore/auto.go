@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/restoresync/restoresync/transfer"
@@ -25,6 +26,14 @@ func init() { registerMethod(MethodAuto, runAuto) }
 
 func runAuto(ctx context.Context, o Options, src, dst transfer.Location, rep *Report) error {
 	agentless := src.Remote() && o.SSH.RemotePath == NoAgent && o.Dialer == nil
+	if o.selective() {
+		// Only raw does all of the selection options.
+		if agentless {
+			return fmt.Errorf("%w: %s need the restoresync agent on the remote (the raw method), not --remote-path none", ErrUsage, o.selectionFlags())
+		}
+		rep.Method, rep.MethodReason = string(MethodRaw), "selection options ("+o.selectionFlags()+"): raw, the method that does them all"
+		return runRaw(ctx, o, src, dst, rep)
+	}
 	if !agentless {
 		rep.Method, rep.MethodReason = string(MethodRaw), "the restoresync agent is available: raw, with deltas for files DST already holds"
 		if !src.Remote() && !dst.Remote() {

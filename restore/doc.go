@@ -23,6 +23,14 @@
 // sender's hash before the rename. A delta that fails (the basis changed,
 // the hash differs) is sent again whole, in the same run.
 //
+// Selection (selection.go, delete.go, itemize.go): several SRCs, -R,
+// --files-from and include/exclude rules choose what the sender lists;
+// Writer.Delete removes what DST has and the list lacks, below the
+// restored SRCs only, never what the rules exclude, with the same
+// no-symlink resolution; Writer.Itemize compares a list with DST and
+// writes nothing (--dry-run). An interrupted --delete leaves some extras
+// in place: a rerun removes them.
+//
 // What an interruption leaves behind: completed files in place, possibly
 // temporary files, and directories with mode 0700 and the current time as
 // mtime. A rerun skips the completed files (quick check: same size and

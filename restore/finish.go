@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -42,6 +43,13 @@ func (w *Writer) Finish(ctx context.Context, entries []treewalk.Entry) ([]*treew
 		}
 	}
 	cur.close()
+	if w.created && !slices.ContainsFunc(entries, func(e treewalk.Entry) bool { return e.Path == "." }) {
+		// Several SRCs went into a DST this run made: it gets a
+		// directory's usual mode instead of the 0700 it was made with.
+		if err := unix.Fchmod(w.rootFd, 0o755); err != nil {
+			fail(&treewalk.Entry{Path: "."}, err)
+		}
+	}
 	for i := len(entries) - 1; i >= 0; i-- {
 		if e := &entries[i]; e.Kind == treewalk.KindDir {
 			if err := w.finishDir(e); err != nil {

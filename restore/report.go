@@ -2,6 +2,7 @@ package restore
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/restoresync/restoresync/treewalk"
 )
@@ -42,6 +43,17 @@ type Report struct {
 	Seconds float64 `json:"seconds"`
 	// Errors lists the entries that could not be restored.
 	Errors []FileError `json:"errors"`
+
+	// Selection (--delete, --dry-run, --itemize-changes).
+	//
+	// Deleted is the number of entries --delete removed from DST.
+	Deleted int `json:"deleted"`
+	// DryRun says that nothing was written (--dry-run): Changes is what
+	// a restore would do, and the counts above are of the file list.
+	DryRun bool `json:"dry_run,omitempty"`
+	// Changes are the itemized changes (--dry-run, --itemize-changes), in
+	// rsync's --itemize-changes format; nil when not asked for.
+	Changes []string `json:"changes,omitempty"`
 }
 
 // FileError is one entry that failed.
@@ -79,6 +91,15 @@ func (r *Report) addError(path string, err error) {
 // Summary returns the one-line human summary: counts, payload and wire
 // bytes in MB (10^6 bytes), seconds and MB/s of payload.
 func (r *Report) Summary() string {
+	if r.DryRun {
+		del, other := itemizedChanges(r.Changes)
+		entries := func(n int) string { return strings.Replace(count(n, "entry"), "entrys", "entries", 1) }
+		s := fmt.Sprintf("dry run, nothing written: %s to create or update, %s to delete [%s]", entries(other), entries(del), r.Method)
+		if n := len(r.Errors); n > 0 {
+			s += "; " + count(n, "error")
+		}
+		return s
+	}
 	rate := 0.0
 	if r.Seconds > 0 {
 		rate = float64(r.Bytes) / 1e6 / r.Seconds
@@ -86,6 +107,9 @@ func (r *Report) Summary() string {
 	s := fmt.Sprintf("restored %s (%d up to date), %s, %s, %s: %.1f MB payload, %.1f MB on the wire, %.2f s, %.1f MB/s [%s, %s, %s]",
 		count(r.Files, "file"), r.Skipped, count(r.Dirs, "dir"), count(r.Symlinks, "symlink"), count(r.Hardlinks, "hardlink"),
 		float64(r.Bytes)/1e6, float64(r.WireBytes)/1e6, r.Seconds, rate, r.Method, r.Compression, count(r.Jobs, "job"))
+	if r.Deleted > 0 {
+		s += fmt.Sprintf("; %d deleted", r.Deleted)
+	}
 	if n := len(r.Errors); n > 0 {
 		s += "; " + count(n, "error")
 	}

@@ -47,6 +47,8 @@ func runRsync(ctx context.Context, o Options, src, dst transfer.Location, rep *R
 			"could not be completed (hardlinks, owners, nanosecond mtimes); use --method raw to push", ErrUsage)
 	case !src.Remote():
 		return fmt.Errorf("%w: --method rsync needs a remote SRC; use --method raw for a local copy", ErrUsage)
+	case o.selective():
+		return fmt.Errorf("%w: --method rsync does not support %s: use --method raw (or auto)", ErrUsage, o.selectionFlags())
 	}
 	d, err := dialer(o, src)
 	if err != nil {

@@ -73,6 +73,34 @@ type Options struct {
 	// Progress and Logger; both made by Run.
 	lim *limiter
 	ob  *observer
+
+	// Selection: choosing what to restore (see selection.go).
+	//
+	// MoreSrc are further SRCs after Src, all on Src's host (or all
+	// local). With several SRCs, each lands at DST/<its name>; a trailing
+	// slash makes no difference.
+	MoreSrc []string
+	// Relative keeps each SRC's whole path under DST (rsync's -R), or the
+	// part after a "/./" in it; the directories on the way are created
+	// with their source metadata.
+	Relative bool
+	// Filters are rsync's include/exclude rules, first match wins (see
+	// treewalk.Filter); the sender applies them as it walks.
+	Filters []treewalk.Rule
+	// FilesFrom, when not nil, lists the paths to restore, relative to
+	// Src (rsync's --files-from): each lands at DST/<path>, directories
+	// with everything below them.
+	FilesFrom []string
+	// Delete removes from DST what the source lacks, below the restored
+	// SRCs only; entries the Filters exclude are kept (rsync's --delete).
+	// Nothing is deleted when the file list has errors.
+	Delete bool
+	// DryRun writes nothing: Report.Changes lists what a restore would
+	// create, update and delete (rsync's -n -i).
+	DryRun bool
+	// ItemizeChanges fills Report.Changes on a real run too (rsync's
+	// --itemize-changes).
+	ItemizeChanges bool
 }
 
 func (o *Options) applyDefaults() {
@@ -112,8 +140,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if src.Remote() && dst.Remote() {
 		return rep, fmt.Errorf("%w: SRC and DST are both remote; one side must be local", ErrUsage)
 	}
-	// A file or "-" as SRC is read as a tar archive, whatever the method.
-	if isTarInput(o.Src, src) {
+	if err := o.sameHost(src); err != nil {
+		return rep, err
+	}
+	// "-" or a tar file as SRC is read as a tar archive, whatever the method.
+	if isTarInput(o, src) {
+		if o.selective() {
+			return rep, fmt.Errorf("%w: SRC %s is a tar archive: %s cannot be used with one", ErrUsage, o.Src, o.selectionFlags())
+		}
 		err = runTarInput(ctx, o, src, dst, rep)
 		rep.Seconds = time.Since(start).Seconds()
 		return rep, err
@@ -132,7 +166,11 @@ func runRaw(ctx context.Context, o Options, src, dst transfer.Location, rep *Rep
 	if !src.Remote() && !dst.Remote() {
 		rep.Compression = "none" // nothing crosses a network
 	}
-	s, err := openSession(ctx, o, src, dst)
+	sel, err := planSelection(o, src)
+	if err != nil {
+		return err
+	}
+	s, err := openSession(ctx, o, sel, src, dst)
 	if err != nil {
 		return err
 	}
@@ -146,15 +184,15 @@ func runRaw(ctx context.Context, o Options, src, dst transfer.Location, rep *Rep
 	return err
 }
 
-func openSession(ctx context.Context, o Options, src, dst transfer.Location) (session, error) {
+func openSession(ctx context.Context, o Options, sel selection, src, dst transfer.Location) (session, error) {
 	switch {
 	case src.Remote():
 		// Dial first: a restore that cannot start must not create DST.
-		p, err := remotePool(ctx, o, src, transfer.Hello{Role: transfer.RoleSender, Path: src.Path})
+		p, err := remotePool(ctx, o, src, transfer.Hello{Role: transfer.RoleSender, Path: src.Path, Roots: sel.sel.Roots, Filters: sel.sel.Filters})
 		if err != nil {
 			return nil, err
 		}
-		wo := o.Writer
+		wo := o.writerOptions(sel)
 		wo.Delta = !o.WholeFile
 		w, err := NewWriter(dst.Path, wo)
 		if err != nil {
@@ -163,11 +201,11 @@ func openSession(ctx context.Context, o Options, src, dst transfer.Location) (se
 		}
 		return &pullSession{p: p, w: w, ob: o.ob}, nil
 	case dst.Remote():
-		ls, err := transfer.OpenLocalSource(src.Path)
+		ls, err := openLocalSource(sel, src.Path)
 		if err != nil {
 			return nil, err
 		}
-		wo := o.Writer
+		wo := o.writerOptions(sel)
 		wo.Delta = !o.WholeFile
 		opts, _ := json.Marshal(wo)
 		p, err := remotePool(ctx, o, dst, transfer.Hello{Role: transfer.RoleReceiver, Path: dst.Path, Receiver: opts})
@@ -177,11 +215,11 @@ func openSession(ctx context.Context, o Options, src, dst transfer.Location) (se
 		}
 		return &pushSession{p: p, src: ls, readBuf: o.ReadBufferBytes, ob: o.ob}, nil
 	default:
-		ls, err := transfer.OpenLocalSource(src.Path)
+		ls, err := openLocalSource(sel, src.Path)
 		if err != nil {
 			return nil, err
 		}
-		w, err := NewWriter(dst.Path, o.Writer)
+		w, err := NewWriter(dst.Path, o.writerOptions(sel))
 		if err != nil {
 			ls.Close()
 			return nil, err
@@ -230,9 +268,37 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 	}
 	entries := list.Entries
 	rep.addList(list)
+	del := o.Delete && len(list.Errors) == 0
+	if o.Delete && !del && o.Warnf != nil {
+		o.Warnf("the file list has errors: nothing deleted (as rsync does)")
+	}
+	if o.DryRun || o.ItemizeChanges {
+		lines, err := s.itemize(ctx, entries, del)
+		if err != nil {
+			return fmt.Errorf("itemize: %w", err)
+		}
+		rep.Changes = lines
+		if rep.Changes == nil {
+			rep.Changes = []string{}
+		}
+		if o.DryRun {
+			rep.DryRun = true
+			return ctx.Err()
+		}
+	}
 	plan, err := s.plan(ctx, entries)
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
+	}
+	if del {
+		deleted, errs, err := s.delete(ctx, entries)
+		if err != nil {
+			return fmt.Errorf("delete: %w", err)
+		}
+		rep.Deleted = len(deleted)
+		for _, pe := range errs {
+			rep.addError(pe.Path, pe.Err)
+		}
 	}
 	failed := map[string]bool{}
 	for _, pe := range plan.Errors {

@@ -16,6 +16,11 @@ type session interface {
 	list(ctx context.Context) (treewalk.List, error)
 	// plan gives the list to the writer and returns what it needs.
 	plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error)
+	// itemize returns the writer's change lines for entries (deletions
+	// too with del); nothing is written.
+	itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, error)
+	// delete removes what the planned list lacks, within the scope.
+	delete(ctx context.Context, entries []treewalk.Entry) ([]string, []*treewalk.PathError, error)
 	// streams delivers the indices of the streams as they become usable
 	// (remote streams are dialed in the background); it is closed when no
 	// more will come.
@@ -50,6 +55,14 @@ func (s *localSession) list(ctx context.Context) (treewalk.List, error) { return
 
 func (s *localSession) plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error) {
 	return s.w.Plan(ctx, entries)
+}
+
+func (s *localSession) itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, error) {
+	return s.w.Itemize(ctx, entries, del)
+}
+
+func (s *localSession) delete(ctx context.Context, entries []treewalk.Entry) ([]string, []*treewalk.PathError, error) {
+	return s.w.Delete(ctx, entries)
 }
 
 func (s *localSession) streams() <-chan int {

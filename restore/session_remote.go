@@ -63,6 +63,14 @@ func (s *pullSession) plan(ctx context.Context, entries []treewalk.Entry) (trans
 	return s.w.Plan(ctx, entries)
 }
 
+func (s *pullSession) itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, error) {
+	return s.w.Itemize(ctx, entries, del)
+}
+
+func (s *pullSession) delete(ctx context.Context, entries []treewalk.Entry) ([]string, []*treewalk.PathError, error) {
+	return s.w.Delete(ctx, entries)
+}
+
 func (s *pullSession) streams() <-chan int { return s.p.streams() }
 
 func (s *pullSession) runStream(ctx context.Context, i int, batches <-chan *batch, done func(*batch, []error)) error {
@@ -105,6 +113,14 @@ func (s *pushSession) list(ctx context.Context) (treewalk.List, error) { return 
 
 func (s *pushSession) plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error) {
 	return s.p.conn(0).Plan(ctx, entries)
+}
+
+func (s *pushSession) itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, error) {
+	return s.p.conn(0).Itemize(ctx, entries, del)
+}
+
+func (s *pushSession) delete(ctx context.Context, entries []treewalk.Entry) ([]string, []*treewalk.PathError, error) {
+	return s.p.conn(0).Delete(ctx)
 }
 
 func (s *pushSession) streams() <-chan int { return s.p.streams() }

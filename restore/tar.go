@@ -37,6 +37,13 @@ func runTar(ctx context.Context, o Options, src, dst transfer.Location, rep *Rep
 	if dst.Remote() {
 		return fmt.Errorf("%w: --method tar cannot push (local → remote) yet: use --method raw", ErrUsage)
 	}
+	if o.Delete || o.DryRun || o.ItemizeChanges {
+		return fmt.Errorf("%w: --delete, --dry-run and --itemize-changes need --method raw (or auto), not tar", ErrUsage)
+	}
+	sel, err := planSelection(o, src)
+	if err != nil {
+		return err
+	}
 	if !src.Remote() {
 		o.Dialer = transfer.PipeDialer{Config: transfer.ServerConfig{Version: o.Version}}
 	}
@@ -45,16 +52,20 @@ func runTar(ctx context.Context, o Options, src, dst transfer.Location, rep *Rep
 		return err
 	}
 	if o.SSH.RemotePath == NoAgent && o.Dialer == nil {
+		if o.selective() {
+			return fmt.Errorf("%w: %s with --method tar need the restoresync agent on the remote, not --remote-path none", ErrUsage, o.selectionFlags())
+		}
 		return runTarAgentless(ctx, o, d, src, dst, rep)
 	}
 	hello := func(shard int) transfer.Hello {
 		return transfer.Hello{Role: transfer.RoleTarSender, Path: src.Path, Version: o.Version,
-			Compression: o.Compression.String(), ReadBufferBytes: o.ReadBufferBytes, Shard: shard, Shards: o.Jobs}
+			Compression: o.Compression.String(), ReadBufferBytes: o.ReadBufferBytes, Shard: shard, Shards: o.Jobs,
+			Roots: sel.sel.Roots, Filters: sel.sel.Filters}
 	}
 	// The first stream proves that the agent is there before DST is made.
 	first, err := dialTar(ctx, d, hello(0))
 	if err != nil {
-		if o.Dialer == nil && agentMissing(err) {
+		if o.Dialer == nil && agentMissing(err) && !o.selective() {
 			if o.Warnf != nil {
 				o.Warnf("no restoresync agent on %s (%v): using the remote's tar on one stream", src.Host, err)
 			}

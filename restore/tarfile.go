@@ -1,11 +1,13 @@
 package restore
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/klauspost/compress/gzip"
@@ -23,17 +25,36 @@ import (
 // writer as every tar restore.
 
 // isTarInput reports whether SRC names a tar archive rather than a tree:
-// "-", or a local path that is a regular file (a symlink to one counts).
-func isTarInput(raw string, src transfer.Location) bool {
-	if src.Remote() {
+// "-", or a local regular file (a symlink to one counts) whose content is
+// a tar archive, plain or compressed (its first header parses), when it
+// is the only SRC and neither -R nor --files-from is given. Any other
+// file SRC is restored as a file.
+func isTarInput(o Options, src transfer.Location) bool {
+	if src.Remote() || len(o.MoreSrc) > 0 || o.Relative || o.FilesFrom != nil {
 		return false
 	}
-	if raw == "-" {
+	if o.Src == "-" {
 		return true
 	}
 	fi, err := os.Stat(src.Path)
-	return err == nil && fi.Mode().IsRegular()
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	f, err := os.Open(src.Path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	r, _, err := decompressed(bufio.NewReaderSize(f, 64<<10))
+	if err != nil {
+		return false
+	}
+	_, err = tar.NewReader(io.LimitReader(r, 1<<20)).Next()
+	return err == nil
 }
+
+// statFollow is os.Stat, for transfer.SingleRoot.
+func statFollow(p string) (fs.FileInfo, error) { return os.Stat(p) }
 
 // runTarInput restores the archive SRC (a file, or o.Stdin for "-") into
 // the local DST, on one stream. rep.Compression names the archive's

@@ -52,6 +52,22 @@ type WriterOptions struct {
 	// of needed files, so that they can be sent as deltas (the raw method
 	// over a network sets it). Off: every needed file is sent whole.
 	Delta bool `json:"delta,omitempty"`
+
+	// Selection (--delete, --dry-run, --itemize-changes).
+	//
+	// DryRun opens DST only to compare it with a file list (Itemize):
+	// nothing is created, written or deleted, and a missing DST reads as
+	// empty. Plan, WriteItem, Commit, Finish and Delete must not be
+	// called.
+	DryRun bool `json:"dry_run,omitempty"`
+	// Roots are the restored scope for Delete and Itemize: the file-list
+	// paths of the SRCs ("." for a whole tree restored as DST). Only below
+	// those that the list has as directories is anything deleted.
+	Roots []string `json:"roots,omitempty"`
+	// Filters are the include/exclude rules of the restore, in short form
+	// ("+ PATTERN", "- PATTERN"): an entry of DST that they exclude is
+	// protected from Delete, as rsync does without --delete-excluded.
+	Filters []string `json:"filters,omitempty"`
 }
 
 func (o *WriterOptions) applyDefaults() {
@@ -81,24 +97,41 @@ type Writer struct {
 	policy *OwnerPolicy
 	chown  bool // running as root: owners are set
 	bufs   sync.Pool
+	// created says that NewWriter made dst: without a "." entry in the
+	// list (several SRCs), Finish gives it a directory's usual mode.
+	created bool
+	filter  *treewalk.Filter // opts.Filters, compiled
 }
 
 // NewWriter creates dst if missing (mode 0700 until Finish gives it its
-// final mode) and opens it. The caller closes the Writer.
+// final mode) and opens it; with o.DryRun it only opens dst if it exists.
+// Errors: bad owner options or filters, a dst that cannot be made or
+// opened. The caller closes the Writer.
 func NewWriter(dst string, o WriterOptions) (*Writer, error) {
 	o.applyDefaults()
 	policy, err := NewOwnerPolicy(o.Owner, SystemIDs())
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dst, 0o700); err != nil {
-		return nil, fmt.Errorf("create destination %s: %w", dst, err)
+	filter, err := treewalk.ParseFilter(o.Filters)
+	if err != nil {
+		return nil, err
+	}
+	_, statErr := os.Lstat(dst)
+	if !o.DryRun {
+		if err := os.MkdirAll(dst, 0o700); err != nil {
+			return nil, fmt.Errorf("create destination %s: %w", dst, err)
+		}
 	}
 	fd, err := unix.Open(dst, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if o.DryRun && err == unix.ENOENT {
+		fd, err = -1, nil // nothing there yet: everything is new
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open destination %s: %w", dst, err)
 	}
-	w := &Writer{dst: dst, rootFd: fd, opts: o, policy: policy, chown: os.Geteuid() == 0}
+	w := &Writer{dst: dst, rootFd: fd, opts: o, policy: policy, chown: os.Geteuid() == 0,
+		created: os.IsNotExist(statErr), filter: filter}
 	w.bufs.New = func() any { return bufio.NewWriterSize(nil, o.WriteBufferBytes) }
 	return w, nil
 }
@@ -116,7 +149,12 @@ func NewSink(ctx context.Context, dst string, opts json.RawMessage) (transfer.Si
 }
 
 // Close releases the destination's descriptor.
-func (w *Writer) Close() error { return unix.Close(w.rootFd) }
+func (w *Writer) Close() error {
+	if w.rootFd < 0 {
+		return nil
+	}
+	return unix.Close(w.rootFd)
+}
 
 // BlockSize returns the size in bytes above which files are split.
 func (w *Writer) BlockSize() int64 { return w.opts.BlockSizeBytes }

@@ -12,6 +12,13 @@
 // and naming its codec, carrying the messages of proto.go: file lists,
 // batches of items and their data, plans, commits.
 //
+// Selections (selection.go, protocol 3): the Hello may name several parts
+// of the sender's tree (Roots: several SRCs, --relative, --files-from) and
+// include/exclude rules (Filters), which the sender applies as it walks,
+// so the file list holds only what was selected. A receiver may be asked
+// to delete what a list lacks (msgDelete) and to itemize what a list would
+// change without writing (msgItemize).
+//
 // Native delta (signature.go, delta.go): an item may carry the receiver's
 // block signature of its current copy of the file (rsync's algorithm:
 // rolling weak sums and truncated strong hashes); the sender answers with

@@ -13,8 +13,10 @@ import (
 // ProtocolVersion is the wire protocol this build speaks. A peer announcing
 // another version is refused in the handshake with a message naming both.
 // Version 2 added native delta: signatures in items and plan replies, copy
-// and sum tags in item data, and error kinds in write replies.
-const ProtocolVersion = 2
+// and sum tags in item data, and error kinds in write replies. Version 3
+// added selections (Hello.Roots and Hello.Filters, which an older sender
+// would ignore and send everything) and the delete and itemize requests.
+const ProtocolVersion = 3
 
 // magic opens the handshake in both directions, so that a peer that is not a
 // restoresync agent (a login banner, "command not found") is recognised.
@@ -56,6 +58,16 @@ type Hello struct {
 	// means 1: the whole tree on one stream.
 	Shard  int `json:"shard,omitempty"`
 	Shards int `json:"shards,omitempty"`
+
+	// Selection (protocol 3): what a sender sends.
+	//
+	// Roots, when set, replaces Path: the parts of the sender's tree to
+	// send, each at its Rel in the file list (several SRCs, --relative,
+	// --files-from).
+	Roots []SourceRoot `json:"roots,omitempty"`
+	// Filters are the include/exclude rules the sender applies as it
+	// walks, in short form ("+ PATTERN" / "- PATTERN").
+	Filters []string `json:"filters,omitempty"`
 }
 
 // maxReadBuffer caps a client's --read-buffer request on the server.
@@ -69,7 +81,7 @@ type helloReply struct {
 	Error   string   `json:"error,omitempty"`
 }
 
-const maxHelloBytes = 1 << 20
+const maxHelloBytes = 16 << 20 // a --files-from list travels in it
 
 func writeHandshake(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
@@ -132,6 +144,8 @@ const (
 	msgCommit   byte = 5 // push: an entry whose blocks are all written; reply: error text
 	msgFinish   byte = 6 // push: bool "the planned list", else entries; reply: finish errors
 	msgBye      byte = 7 // end of session; no reply
+	msgDelete   byte = 8 // push: delete what the planned list lacks; reply: deleted paths, errors
+	msgItemize  byte = 9 // push: bool delete, entries; reply: itemized change lines
 
 	statusOK    byte = 0
 	statusFatal byte = 1

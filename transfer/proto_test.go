@@ -678,12 +678,12 @@ func TestHandshakeRefusals(t *testing.T) {
 		want   []string // in the error text
 		proto  bool     // wraps ErrProtocol
 	}{
-		{"newer protocol", "", replyWith(helloReply{Proto: 3, Version: "3.0.0", Codecs: CodecNames()}),
-			[]string{"restoresync 3.0.0", "protocol 3", "restoresync 1.4.0", "speaks 2"}, true},
-		{"newer server refusing", "", replyWith(helloReply{Proto: 3, Version: "3.0.0", Codecs: CodecNames(), Error: "protocol error: the client speaks protocol 2"}),
-			[]string{"restoresync 3.0.0", "protocol 3", "speaks 2"}, true},
+		{"newer protocol", "", replyWith(helloReply{Proto: ProtocolVersion + 1, Version: "3.0.0", Codecs: CodecNames()}),
+			[]string{"restoresync 3.0.0", "protocol 4", "restoresync 1.4.0", "speaks 3"}, true},
+		{"newer server refusing", "", replyWith(helloReply{Proto: ProtocolVersion + 1, Version: "3.0.0", Codecs: CodecNames(), Error: "protocol error: the client speaks protocol 3"}),
+			[]string{"restoresync 3.0.0", "protocol 4", "speaks 3"}, true},
 		{"older protocol", "", replyWith(helloReply{Proto: 0, Version: "0.9.0", Codecs: CodecNames()}),
-			[]string{"restoresync 0.9.0", "protocol 0", "speaks 2"}, true},
+			[]string{"restoresync 0.9.0", "protocol 0", "speaks 3"}, true},
 		{"codec unsupported", "", replyWith(helloReply{Proto: ProtocolVersion, Version: "1.3.0", Codecs: []string{"none", "gzip"}}),
 			[]string{"does not support codec zstd", "none gzip"}, true},
 		{"command not found", "", func(in *bufio.Reader, out io.Writer) {
@@ -767,8 +767,8 @@ func TestServeRefusals(t *testing.T) {
 		errors []error
 		reply  bool // a reply is sent
 	}{
-		{"newer client", Hello{Proto: 3, Version: "3.0.0", Role: RoleSender, Path: dir, Compression: "zstd"},
-			[]string{"restoresync 3.0.0", "protocol 3", "restoresync 1.4.0", "speaks 2"}, []error{ErrProtocol}, true},
+		{"newer client", Hello{Proto: ProtocolVersion + 1, Version: "3.0.0", Role: RoleSender, Path: dir, Compression: "zstd"},
+			[]string{"restoresync 3.0.0", "protocol 4", "restoresync 1.4.0", "speaks 3"}, []error{ErrProtocol}, true},
 		{"unknown codec", Hello{Proto: ProtocolVersion, Version: "1.4.0", Role: RoleSender, Path: dir, Compression: "brotli"},
 			[]string{`"brotli"`, "none, lz4, zstd, gzip"}, []error{ErrProtocol, ErrUnknownCodec}, true},
 		{"empty codec", Hello{Proto: ProtocolVersion, Version: "1.4.0", Role: RoleSender, Path: dir},
@@ -816,14 +816,14 @@ func TestServeRefusals(t *testing.T) {
 // client sees the server's refusal, which names both versions. See the
 // report: this error does not wrap ErrProtocol on the client's side.
 func TestProtocolMismatchEndToEnd(t *testing.T) {
-	rep, serveErr := serveRaw(t, ServerConfig{Version: "1.4.0"}, Hello{Proto: 3, Version: "3.0.0", Role: RoleSender, Path: ".", Compression: "zstd"})
+	rep, serveErr := serveRaw(t, ServerConfig{Version: "1.4.0"}, Hello{Proto: ProtocolVersion + 1, Version: "3.0.0", Role: RoleSender, Path: ".", Compression: "zstd"})
 	if !errors.Is(serveErr, ErrProtocol) {
 		t.Fatalf("Serve: %v", serveErr)
 	}
 	// Replay the reply to this build's client.
 	s := fakePeer(t, "", replyWith(rep))
 	_, err := Handshake(testContext(t), s, Hello{Version: "3.0.0", Role: RoleSender, Compression: "zstd"})
-	if err == nil || !strings.Contains(err.Error(), "protocol 3") || !strings.Contains(err.Error(), "restoresync 1.4.0") {
+	if err == nil || !strings.Contains(err.Error(), "protocol 4") || !strings.Contains(err.Error(), "restoresync 1.4.0") {
 		t.Fatalf("client error %v does not name both versions", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -178,31 +179,54 @@ func (s *server) resolve(p string) (string, error) {
 	return filepath.Join(s.cfg.Root, rel), nil
 }
 
+// openSource opens what the client asked for: Hello.Roots through
+// Hello.Filters, or Hello.Path (a directory's contents, or a file under
+// its name), confined beneath cfg.Root when it is set.
 func (s *server) openSource() (*LocalSource, error) {
-	if s.cfg.Root == "" {
-		p, _ := s.resolve(s.hello.Path)
-		return OpenLocalSource(p)
-	}
-	if _, err := s.resolve(s.hello.Path); err != nil {
-		return nil, err
-	}
-	base, err := os.OpenRoot(s.cfg.Root)
-	if err != nil {
-		return nil, fmt.Errorf("open served root: %w", err)
-	}
-	defer base.Close()
-	rel := strings.TrimPrefix(path.Clean("/"+s.hello.Path), "/")
-	if rel == "" {
-		rel = "."
-	}
-	sub, err := base.OpenRoot(rel)
-	if err != nil {
-		if strings.Contains(err.Error(), "escapes") {
-			return nil, fmt.Errorf("%w: %q", ErrOutsideRoot, s.hello.Path)
+	sel := Selection{Roots: s.hello.Roots, Filters: s.hello.Filters}
+	open, stat := OpenBase, os.Stat
+	if s.cfg.Root != "" {
+		served, err := os.OpenRoot(s.cfg.Root)
+		if err != nil {
+			return nil, fmt.Errorf("open served root: %w", err)
 		}
-		return nil, fmt.Errorf("open %s: %w", s.hello.Path, err)
+		defer served.Close()
+		beneath := func(p string) (string, error) {
+			if _, err := s.resolve(p); err != nil {
+				return "", err
+			}
+			rel := strings.TrimPrefix(path.Clean("/"+p), "/")
+			if rel == "" {
+				rel = "."
+			}
+			return rel, nil
+		}
+		open = func(base string) (*os.Root, error) {
+			rel, err := beneath(base)
+			if err != nil {
+				return nil, err
+			}
+			sub, err := served.OpenRoot(rel)
+			if err != nil && strings.Contains(err.Error(), "escapes") {
+				return nil, fmt.Errorf("%w: %q", ErrOutsideRoot, base)
+			}
+			return sub, err
+		}
+		stat = func(p string) (fs.FileInfo, error) {
+			rel, err := beneath(p)
+			if err != nil {
+				return nil, err
+			}
+			return served.Stat(rel)
+		}
 	}
-	return NewLocalSource(sub)
+	if len(sel.Roots) == 0 {
+		if _, err := s.resolve(s.hello.Path); err != nil {
+			return nil, err
+		}
+		sel.Roots = []SourceRoot{SingleRoot(s.hello.Path, stat)}
+	}
+	return OpenSelection(sel, open)
 }
 
 // readBuffer allocates the sender's disk read buffer: the client's
@@ -307,6 +331,14 @@ func (s *server) loop(ctx context.Context) error {
 			s.enc.status(err)
 			if err == nil {
 				s.enc.pathErrors(errs)
+			}
+		case m == msgDelete && s.dst != "":
+			if err := s.serveDelete(ctx); err != nil {
+				return fmt.Errorf("%w: %w", ErrProtocol, err)
+			}
+		case m == msgItemize && s.dst != "":
+			if err := s.serveItemize(ctx); err != nil {
+				return err
 			}
 		default:
 			return fmt.Errorf("%w: unexpected message %d for role %s", ErrProtocol, m, s.hello.Role)

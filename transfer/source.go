@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path"
 
 	"golang.org/x/sys/unix"
 
@@ -12,38 +14,143 @@ import (
 )
 
 // LocalSource is a tree on this host seen as a sender: it lists the tree and
-// opens ranges of its files. All access goes through an os.Root, so nothing
-// outside the tree is read. It is safe for concurrent use.
+// opens ranges of its files. All access goes through os.Roots, so nothing
+// outside the tree (or the bases of a selection) is read. It is safe for
+// concurrent use.
 type LocalSource struct {
-	root *os.Root
-	dir  *os.File // the root directory, for OpenBeneath
+	root   *os.Root // the first base (the tree itself, without a selection)
+	dir    *os.File // root's directory, for OpenBeneath
+	bases  []*os.Root
+	dirs   []*os.File      // bases' directories, for OpenBeneath
+	parts  []treewalk.Part // what List walks
+	byRel  map[string]int  // a part's Rel: the index of its base
+	filter *treewalk.Filter
+	failed []*treewalk.PathError // parts whose base could not be opened
 }
 
-// OpenLocalSource opens the directory dir as a source. The caller closes it.
+// OpenLocalSource opens dir as a source: a directory's contents, or, when
+// dir is a file (or a symlink, a fifo...), that one entry under its own
+// name. The caller closes it.
 func OpenLocalSource(dir string) (*LocalSource, error) {
-	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-		return nil, fmt.Errorf("source %s: %w: SRC must be a directory, whose contents are restored", dir, treewalk.ErrNotDir)
+	return OpenSelection(Selection{Roots: []SourceRoot{SingleRoot(dir, os.Stat)}}, OpenBase)
+}
+
+// OpenBase opens a selection's base directory on this host, symlinks in
+// its path followed ("" is the current directory). It is OpenSelection's
+// opener for a source that is not confined.
+func OpenBase(base string) (*os.Root, error) {
+	if base == "" {
+		base = "."
 	}
-	r, err := os.OpenRoot(dir)
+	return os.OpenRoot(base)
+}
+
+// SingleRoot is the root of a restore with one SRC p: its contents when it
+// is a directory (stat follows symlinks), else p itself under its name.
+func SingleRoot(p string, stat func(string) (fs.FileInfo, error)) SourceRoot {
+	name := p
+	if name == "" {
+		name = "."
+	}
+	if fi, err := stat(name); err == nil && !fi.IsDir() {
+		clean := path.Clean(p)
+		if b := path.Base(clean); b != "." && b != "/" && b != ".." {
+			return SourceRoot{Base: path.Dir(clean), Rel: b}
+		}
+	}
+	return SourceRoot{Base: p, Rel: "."}
+}
+
+// OpenSelection opens the bases of sel with open (each distinct Base once)
+// and compiles its filters. A base that cannot be opened fails its parts,
+// which List reports as errors of the list (rsync's "some files could not
+// be transferred"), except for a part that is the base itself (a tree
+// restored as DST): that is an error, wrapped with the base's name, as are
+// a bad Rel or filter rule (wrapping treewalk.ErrBadPath or
+// treewalk.ErrBadPattern) and a selection whose bases all fail. The
+// caller closes the source.
+func OpenSelection(sel Selection, open func(base string) (*os.Root, error)) (*LocalSource, error) {
+	if len(sel.Roots) == 0 {
+		return nil, fmt.Errorf("%w: a selection without sources", ErrProtocol)
+	}
+	f, err := treewalk.ParseFilter(sel.Filters)
 	if err != nil {
-		return nil, fmt.Errorf("open source %s: %w", dir, err)
+		return nil, err
 	}
-	return NewLocalSource(r)
+	s := &LocalSource{filter: f, byRel: map[string]int{}}
+	baseIdx := map[string]int{}
+	for _, r := range sel.Roots {
+		if err := treewalk.ValidPath(r.Rel); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("source %q: %w", r.Rel, err)
+		}
+		i, ok := baseIdx[r.Base]
+		if !ok {
+			root, err := open(r.Base)
+			if err == nil && r.Rel == "." {
+				if fi, serr := root.Stat("."); serr == nil && !fi.IsDir() {
+					root.Close()
+					err = treewalk.ErrNotDir
+				}
+			}
+			if err != nil && r.Rel != "." && len(sel.Roots) > 1 {
+				s.failed = append(s.failed, &treewalk.PathError{Path: r.Rel, Err: fmt.Errorf("open %s: %w", r.Base, err)})
+				continue
+			}
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("open source %s: %w", r.Base, err)
+			}
+			d, err := root.Open(".")
+			if err != nil {
+				root.Close()
+				s.Close()
+				return nil, fmt.Errorf("open source %s: %w", r.Base, err)
+			}
+			i = len(s.bases)
+			baseIdx[r.Base] = i
+			s.bases = append(s.bases, root)
+			s.dirs = append(s.dirs, d)
+		}
+		s.parts = append(s.parts, treewalk.Part{Base: s.bases[i], Rel: r.Rel})
+		if _, dup := s.byRel[r.Rel]; !dup {
+			s.byRel[r.Rel] = i
+		}
+	}
+	if len(s.bases) == 0 {
+		return nil, fmt.Errorf("open source: %w", s.failed[0].Err)
+	}
+	s.root, s.dir = s.bases[0], s.dirs[0]
+	return s, nil
 }
 
 // NewLocalSource wraps an already opened root; closing the source closes it.
 func NewLocalSource(r *os.Root) (*LocalSource, error) {
-	d, err := r.Open(".")
-	if err != nil {
-		r.Close()
-		return nil, fmt.Errorf("open source %s: %w", r.Name(), err)
-	}
-	return &LocalSource{root: r, dir: d}, nil
+	return OpenSelection(Selection{Roots: []SourceRoot{{Rel: "."}}}, func(string) (*os.Root, error) { return r, nil })
 }
 
-// List walks the tree (treewalk.WalkRoot).
+// List walks the tree (treewalk.WalkRoot), or the selection's parts
+// (treewalk.WalkParts) through its filter.
 func (s *LocalSource) List(ctx context.Context) (treewalk.List, error) {
-	return treewalk.WalkRoot(ctx, s.root)
+	if len(s.parts) == 1 && s.parts[0].Rel == "." && s.filter == nil && len(s.failed) == 0 {
+		return treewalk.WalkRoot(ctx, s.root)
+	}
+	list, err := treewalk.WalkParts(ctx, s.parts, s.filter)
+	list.Errors = append(list.Errors, s.failed...)
+	return list, err
+}
+
+// baseDir returns the directory that p (a file-list path) is resolved
+// beneath: that of the nearest part at or above p.
+func (s *LocalSource) baseDir(p string) (*os.File, error) {
+	for q := p; ; q = path.Dir(q) {
+		if i, ok := s.byRel[q]; ok {
+			return s.dirs[i], nil
+		}
+		if q == "." {
+			return nil, fmt.Errorf("%s: not in the selection", p)
+		}
+	}
 }
 
 // Open returns a reader of it.Length bytes at it.Offset of the regular file
@@ -51,7 +158,11 @@ func (s *LocalSource) List(ctx context.Context) (treewalk.List, error) {
 // planted since the walk makes the item fail instead of sending another
 // file's contents), and what it names must still be a regular file.
 func (s *LocalSource) Open(ctx context.Context, it *Item) (io.ReadCloser, error) {
-	fd, err := treewalk.OpenBeneath(int(s.dir.Fd()), it.Entry.Path, unix.O_RDONLY|unix.O_NONBLOCK)
+	dir, err := s.baseDir(it.Entry.Path)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := treewalk.OpenBeneath(int(dir.Fd()), it.Entry.Path, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
@@ -68,10 +179,18 @@ func (s *LocalSource) Open(ctx context.Context, it *Item) (io.ReadCloser, error)
 	return &rangeReader{f: f, r: io.NewSectionReader(f, it.Offset, it.Length)}, nil
 }
 
-// Close releases the tree's root.
+// Close releases the bases.
 func (s *LocalSource) Close() error {
-	s.dir.Close()
-	return s.root.Close()
+	for _, d := range s.dirs {
+		d.Close()
+	}
+	var err error
+	for _, r := range s.bases {
+		if cerr := r.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
 
 type rangeReader struct {

@@ -70,7 +70,8 @@ func WalkRoot(ctx context.Context, r *os.Root) (List, error) {
 		return List{}, fmt.Errorf("walk %s: %w", r.Name(), err)
 	}
 	defer d.Close()
-	w := &walker{rootFd: int(d.Fd()), names: newNameCache(), links: map[devIno]string{}}
+	w := newWalker(nil)
+	w.rootFd = int(d.Fd())
 	var st unix.Stat_t
 	if err := unix.Fstat(w.rootFd, &st); err != nil {
 		return List{}, fmt.Errorf("walk %s: %w", r.Name(), err)
@@ -87,10 +88,15 @@ func WalkRoot(ctx context.Context, r *os.Root) (List, error) {
 type devIno struct{ dev, ino uint64 }
 
 type walker struct {
-	rootFd int
+	rootFd int     // the directory paths are resolved beneath
+	filter *Filter // nil: everything
 	names  *nameCache
 	links  map[devIno]string
 	list   List
+}
+
+func newWalker(f *Filter) *walker {
+	return &walker{filter: f, names: newNameCache(), links: map[devIno]string{}}
 }
 
 func (w *walker) fail(p string, err error) {
@@ -124,6 +130,9 @@ func (w *walker) dir(ctx context.Context, p string) error {
 		var st unix.Stat_t
 		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			w.fail(child, err)
+			continue
+		}
+		if w.filter.Excluded(child, st.Mode&unix.S_IFMT == unix.S_IFDIR) {
 			continue
 		}
 		if err := w.add(child, &st, fd); err != nil {

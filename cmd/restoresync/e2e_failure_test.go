@@ -23,7 +23,7 @@ func TestE2EExitCodes(t *testing.T) {
 	t.Run("wrong argument count", func(t *testing.T) {
 		t.Parallel()
 		r := runBin(t, "restore", dir)
-		wantExit(t, r, exitUsage, "takes 2 arguments")
+		wantExit(t, r, exitUsage, "takes at least 2 arguments")
 	})
 
 	t.Run("unknown flag", func(t *testing.T) {

@@ -156,6 +156,16 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
+// minArgs accepts n or more arguments.
+func minArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return &usageError{fmt.Sprintf("%s takes at least %d arguments, got %d\nUsage: %s", cmd.Name(), n, len(args), cmd.UseLine())}
+		}
+		return nil
+	}
+}
+
 func usageArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {

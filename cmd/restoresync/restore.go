@@ -28,6 +28,8 @@ type restoreOptions struct {
 	// and the --config file (root's persistent flag).
 	ops        opsOptions
 	configFile string
+	// What to restore: SRCs, filters, --delete, --dry-run (flags_select.go).
+	sel selectOptions
 }
 
 // newRestoreOptions returns the restore flags' defaults.
@@ -46,10 +48,16 @@ func newRestoreOptions() *restoreOptions {
 func newRestoreCmd() *cobra.Command {
 	o := newRestoreOptions()
 	cmd := &cobra.Command{
-		Use:   "restore [flags] SRC DST",
+		Use:   "restore [flags] SRC [SRC...] DST",
 		Short: "Restore SRC's contents into DST (one side may be remote)",
 		Long: `Restore the contents of SRC into DST, like 'rsync -aH SRC/ DST/'. DST is created
-if missing; a trailing slash on SRC makes no difference.
+if missing; a trailing slash on SRC makes no difference. A SRC that is a file
+lands at DST/<name>. With several SRCs (all on one host), each lands at
+DST/<its name>; with -R, at DST/<its path>.
+
+--include, --exclude, --files-from, -R and --delete follow rsync's rules;
+-n (--dry-run) prints what would change, in rsync's --itemize-changes
+format, and writes nothing.
 
 SRC and DST are PATH, [user@]host:PATH or ssh://[user@]host[:port]/PATH; at
 most one is remote. The remote host must have restoresync on its PATH (or
@@ -66,8 +74,16 @@ same checks: 'restoresync restore backup.tar.gz /home/alice'.`,
   # through the system OpenSSH client, with its config and a jump host
   restoresync restore -e 'ssh -J bastion' backup:/snap/alice /home/alice
   # from a 'restoresync serve --listen' endpoint, 8 streams, lz4
-  restoresync restore -j 8 --compress lz4 ssh://restore@10.0.0.5:2222/alice /home/alice`,
-		Args: usageArgs(2),
+  restoresync restore -j 8 --compress lz4 ssh://restore@10.0.0.5:2222/alice /home/alice
+  # two things of an account, each under its name: /home/alice/wp-config.php, /home/alice/mail
+  restoresync restore backup:/snap/alice/public_html/wp-config.php backup:/snap/alice/mail /home/alice/restored
+  # keep the path after /./: /home/alice/public_html/wp-content/uploads
+  restoresync restore -R backup:/snap/alice/./public_html/wp-content/uploads /home/alice
+  # see first, then restore: PHP files only, deleting those not in the backup
+  restoresync restore -n --delete --include='*/' --include='*.php' --exclude='*' backup:/snap/alice /home/alice
+  # the paths listed in a file, relative to SRC
+  restoresync restore --files-from=lost.txt backup:/snap/alice /home/alice`,
+		Args: minArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRestore(cmd.Context(), cmd, o, args)
 		},
@@ -102,6 +118,7 @@ func (o *restoreOptions) addFlags(cmd *cobra.Command) {
 	f.IntVar(&o.timeoutSec, "timeout", 30, "seconds allowed for each SSH connection's dial and handshake")
 	f.BoolVar(&o.json, "json", false, "print the report as one JSON object instead of the summary line")
 	f.BoolVarP(&o.archive, "archive", "a", true, "accepted for rsync habit: restores are always archive-mode")
+	o.addSelectFlags(f)
 	o.addOpsFlags(f)
 }
 
@@ -110,8 +127,12 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 	if _, err := o.applyConfig(cmd.Flags()); err != nil {
 		return err
 	}
+	if err := o.applySelect(cmd.InOrStdin()); err != nil {
+		return err
+	}
 	r := o.opts
-	r.Src, r.Dst = args[0], args[1]
+	r.Src, r.Dst = args[0], args[len(args)-1]
+	r.MoreSrc = args[1 : len(args)-1]
 	r.Stdin = cmd.InOrStdin() // SRC "-": a tar archive on standard input
 	r.Version = version
 	r.Writer.BlockSizeBytes = int64(o.blockSize)
@@ -145,8 +166,11 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 	r.Logger = log
 	r.Warnf = o.warnf(errOut, log)
 	r.BwLimitBytes = int64(o.ops.bwlimit)
-	if err := o.preHook(ctx, r, errOut); err != nil {
-		return err
+	// A dry run writes nothing, and neither do its hooks: they do not run.
+	if !r.DryRun {
+		if err := o.preHook(ctx, r, errOut); err != nil {
+			return err
+		}
 	}
 	var disp display
 	if !o.ops.quiet {
@@ -160,6 +184,9 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 		disp.stop(err == nil)
 	}
 	err = o.finishRestore(ctx, cmd, log, rep, err)
+	if r.DryRun {
+		return err
+	}
 	return o.postHook(ctx, r, rep, err, errOut, errOut)
 }
 
@@ -174,6 +201,9 @@ func (o *restoreOptions) finishRestore(ctx context.Context, cmd *cobra.Command, 
 		b, _ := json.Marshal(rep)
 		fmt.Fprintln(out, string(b))
 	} else if err == nil {
+		for _, l := range rep.Changes {
+			fmt.Fprintln(out, l)
+		}
 		o.fileErrors(cmd.ErrOrStderr(), log, rep.Errors)
 		if !o.ops.quiet {
 			fmt.Fprintln(out, rep.Summary())

@@ -1,0 +1,180 @@
+package restore
+
+import (
+	"context"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/restoresync/restoresync/treewalk"
+)
+
+// Itemize implements transfer.Itemizer (--dry-run, --itemize-changes): it
+// compares entries, the restore's file list, with DST and returns one line
+// per change a restore would make, in rsync's --itemize-changes format
+// (rsync(1), "--itemize-changes": "YXcstpoguax NAME", Y the update type,
+// X the file type, then a letter per changed attribute, "+" for all of
+// them on a new entry): first, with del, the deletions ("*deleting
+// NAME", as Delete would make them), then the entries in list order.
+// Directories' names end in "/", the root is "./", symlinks add
+// " -> TARGET" and hardlinks " => LEADER". Nothing is written. Errors are
+// for cancellation only; an entry that cannot be looked at reads as
+// missing.
+func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, error) {
+	var lines []string
+	if del {
+		x := &extras{w: w}
+		if err := x.run(ctx, entries); err != nil {
+			return nil, err
+		}
+		for _, p := range x.deleted {
+			lines = append(lines, "*deleting   "+p)
+		}
+	}
+	cur := &dirCursor{w: w}
+	defer cur.close()
+	for i := range entries {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if l := w.itemize(cur, &entries[i]); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines, nil
+}
+
+// itemize returns e's change line, or "" when DST has it as it is.
+func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry) string {
+	name := e.Path
+	switch {
+	case e.Path == ".":
+		name = "./"
+	case e.Kind == treewalk.KindDir:
+		name += "/"
+	case e.Kind == treewalk.KindSymlink:
+		name += " -> " + e.LinkTarget
+	case e.IsHardlink():
+		name += " => " + e.LinkTo
+	}
+	typ := map[treewalk.Kind]byte{treewalk.KindFile: 'f', treewalk.KindDir: 'd', treewalk.KindSymlink: 'L',
+		treewalk.KindCharDev: 'D', treewalk.KindBlkDev: 'D', treewalk.KindFifo: 'S'}[e.Kind]
+	st, dirfd, base, ok := w.itemStat(cur, e)
+	if !ok || st.Mode&unix.S_IFMT != kindMode(e.Kind) {
+		y := byte('c')
+		switch {
+		case e.IsHardlink():
+			y = 'h'
+		case e.Kind == treewalk.KindFile:
+			y = '>'
+		}
+		return string([]byte{y, typ}) + "+++++++++ " + name
+	}
+	if e.IsHardlink() {
+		if lst, err := w.leaderStat(e); err == nil && lst.Dev == st.Dev && lst.Ino == st.Ino {
+			return ""
+		}
+		return "hf......... " + name
+	}
+	flags := []byte("...........")
+	flags[1] = typ
+	uid, gid, mode := w.policy.Resolve(e)
+	y := byte('.')
+	switch e.Kind {
+	case treewalk.KindFile:
+		if st.Size != e.Size {
+			flags[3], y = 's', '>'
+		}
+		if st.Mtim.Nano() != e.MtimeNs {
+			y = '>'
+		}
+	case treewalk.KindSymlink:
+		if t, err := treewalk.ReadlinkAt(dirfd, base); err != nil || t != e.LinkTarget {
+			flags[2], y = 'c', 'c'
+		}
+	case treewalk.KindCharDev, treewalk.KindBlkDev:
+		if uint64(st.Rdev) != e.Rdev {
+			flags[2], y = 'c', 'c'
+		}
+	}
+	if st.Mtim.Nano() != e.MtimeNs {
+		flags[4] = 't'
+	}
+	if e.Kind != treewalk.KindSymlink && st.Mode&07777 != mode {
+		flags[5] = 'p'
+	}
+	if w.chown && int(st.Uid) != uid {
+		flags[6] = 'o'
+	}
+	if w.chown && int(st.Gid) != gid {
+		flags[7] = 'g'
+	}
+	flags[0] = y
+	if string(flags[2:]) == "........." && y == '.' {
+		return ""
+	}
+	return string(flags) + " " + name
+}
+
+// itemStat lstats e's path on DST; ok is false when there is nothing
+// there (or its directory cannot be reached without a symlink). dirfd
+// (owned by cur) and base name the entry for readlinkat.
+func (w *Writer) itemStat(cur *dirCursor, e *treewalk.Entry) (st unix.Stat_t, dirfd int, base string, ok bool) {
+	if w.rootFd < 0 {
+		return st, -1, "", false
+	}
+	if e.Path == "." {
+		if err := unix.Fstat(w.rootFd, &st); err != nil {
+			return st, -1, "", false
+		}
+		return st, w.rootFd, ".", true
+	}
+	dirfd, base, err := cur.parent(e.Path)
+	if err != nil {
+		return st, -1, "", false
+	}
+	st, err = lstatAt(dirfd, base)
+	return st, dirfd, base, err == nil
+}
+
+// leaderStat lstats the leader of hardlink e on DST.
+func (w *Writer) leaderStat(e *treewalk.Entry) (unix.Stat_t, error) {
+	ldir, lbase, err := w.parent(e.LinkTo)
+	if err != nil {
+		return unix.Stat_t{}, err
+	}
+	defer unix.Close(ldir)
+	return lstatAt(ldir, lbase)
+}
+
+// kindMode is the S_IFMT type of a kind.
+func kindMode(k treewalk.Kind) uint32 {
+	switch k {
+	case treewalk.KindFile:
+		return unix.S_IFREG
+	case treewalk.KindDir:
+		return unix.S_IFDIR
+	case treewalk.KindSymlink:
+		return unix.S_IFLNK
+	case treewalk.KindFifo:
+		return unix.S_IFIFO
+	case treewalk.KindCharDev:
+		return unix.S_IFCHR
+	case treewalk.KindBlkDev:
+		return unix.S_IFBLK
+	}
+	return 0
+}
+
+// itemizedChanges counts the lines of Itemize that change something:
+// deletions and the rest.
+func itemizedChanges(lines []string) (deletions, others int) {
+	for _, l := range lines {
+		if strings.HasPrefix(l, "*deleting") {
+			deletions++
+		} else {
+			others++
+		}
+	}
+	return deletions, others
+}

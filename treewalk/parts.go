@@ -1,0 +1,142 @@
+package treewalk
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Part is one piece of a selection walked by WalkParts: the entry Rel
+// (a file, a directory and everything below it, a symlink...) beneath the
+// directory Base. Rel is also the entry's path in the file list, so the
+// directories between Base and Rel ("implied directories", as rsync's
+// --relative calls them) are listed too. Rel "." is Base itself, which
+// then is the root "." of the list.
+type Part struct {
+	// Base is the directory Rel is resolved beneath; the walk never
+	// leaves it and never follows a symlink beneath it.
+	Base *os.Root
+	// Rel is slash-separated and valid for ValidPath.
+	Rel string
+}
+
+// IsUnder reports whether p is q or below q (both clean, relative,
+// slash-separated; everything is under ".").
+func IsUnder(p, q string) bool {
+	return q == "." || p == q || strings.HasPrefix(p, q+"/")
+}
+
+// WalkParts lists several parts into one list, parts in byte order of Rel,
+// each with its implied directories first (listed once, not filtered, as
+// rsync sends them) and then the part itself, unless f excludes it,
+// followed by its contents as Walk lists them, filtered by f (an excluded
+// directory is not descended into). A part below another one is covered
+// by it and skipped. Hardlinks are found across parts. A part or implied
+// directory that cannot be read (missing, a symlink where a directory is
+// implied) is a PathError of the list; errors of a Base are returned.
+// Cancelling ctx returns ctx.Err().
+func WalkParts(ctx context.Context, parts []Part, f *Filter) (List, error) {
+	parts = slices.Clone(parts)
+	slices.SortStableFunc(parts, func(a, b Part) int { return cmp.Compare(a.Rel, b.Rel) })
+	w := newWalker(f)
+	implied := map[string]bool{}
+	var walked []string
+	for _, pt := range parts {
+		if err := ValidPath(pt.Rel); err != nil {
+			return List{}, fmt.Errorf("walk %s: %w", pt.Rel, err)
+		}
+		if slices.ContainsFunc(walked, func(q string) bool { return IsUnder(pt.Rel, q) }) {
+			continue
+		}
+		walked = append(walked, pt.Rel)
+		d, err := pt.Base.Open(".")
+		if err != nil {
+			return List{}, fmt.Errorf("walk %s: %w", pt.Base.Name(), err)
+		}
+		err = w.part(ctx, int(d.Fd()), pt.Rel, implied)
+		d.Close()
+		if err != nil {
+			return List{}, err
+		}
+	}
+	return w.list, nil
+}
+
+// part lists one part beneath rootFd.
+func (w *walker) part(ctx context.Context, rootFd int, rel string, implied map[string]bool) error {
+	w.rootFd = rootFd
+	if rel == "." {
+		var st unix.Stat_t
+		if err := unix.Fstat(rootFd, &st); err != nil {
+			w.fail(".", err)
+			return nil
+		}
+		if err := w.add(".", &st, -1); err != nil {
+			w.fail(".", err)
+			return nil
+		}
+		return w.dir(ctx, ".")
+	}
+	var dirs []string
+	for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+		dirs = append(dirs, d)
+	}
+	slices.Reverse(dirs)
+	for _, d := range dirs {
+		if implied[d] {
+			continue
+		}
+		st, pfd, err := w.lstat(d)
+		if err == nil {
+			unix.Close(pfd)
+			if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				err = fmt.Errorf("implied directory of %s is not a directory", rel)
+			}
+		}
+		if err != nil {
+			w.fail(d, err)
+			return nil
+		}
+		implied[d] = true
+		w.add(d, &st, -1)
+	}
+	st, pfd, err := w.lstat(rel)
+	if err != nil {
+		w.fail(rel, err)
+		return nil
+	}
+	defer unix.Close(pfd)
+	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	if w.filter.Excluded(rel, isDir) {
+		return nil
+	}
+	if err := w.add(rel, &st, pfd); err != nil {
+		w.fail(rel, err)
+		return nil
+	}
+	if isDir {
+		return w.dir(ctx, rel)
+	}
+	return nil
+}
+
+// lstat stats rel beneath the walker's root without following symlinks,
+// and returns the descriptor of its directory, which the caller closes.
+func (w *walker) lstat(rel string) (unix.Stat_t, int, error) {
+	var st unix.Stat_t
+	pfd, err := OpenBeneath(w.rootFd, path.Dir(rel), unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return st, -1, err
+	}
+	if err := unix.Fstatat(pfd, path.Base(rel), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		unix.Close(pfd)
+		return st, -1, err
+	}
+	return st, pfd, nil
+}
