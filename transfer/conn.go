@@ -92,12 +92,15 @@ func Handshake(ctx context.Context, s Stream, h Hello) (*Conn, error) {
 	if !slices.Contains(rep.Codecs, comp.Codec.String()) {
 		return nil, fmt.Errorf("%w: the remote agent (restoresync %s) does not support codec %s (it has %v)", ErrProtocol, rep.Version, comp.Codec, rep.Codecs)
 	}
+	if h.Verify && !rep.Verify {
+		return nil, fmt.Errorf("%w: the remote agent (restoresync %s) does not support --verify: install the same version on both hosts", ErrProtocol, rep.Version)
+	}
 	fw, err := newFrameWriter(cw, comp)
 	if err != nil {
 		return nil, err
 	}
-	c.enc = encoder{fw: fw}
-	c.dec = decoder{fr: newFrameReader(br)}
+	c.enc = encoder{fw: fw, verify: h.Verify}
+	c.dec = decoder{fr: newFrameReader(br), verify: h.Verify}
 	c.Peer = rep.Version
 	if !stop() {
 		// ctx ended as the handshake completed: the stream is being

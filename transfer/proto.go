@@ -13,7 +13,9 @@ import (
 // ProtocolVersion is the wire protocol this build speaks. A peer announcing
 // another version is refused in the handshake with a message naming both.
 // Version 2 added native delta: signatures in items and plan replies, copy
-// and sum tags in item data, and error kinds in write replies.
+// and sum tags in item data, and error kinds in write replies. Optional
+// features asked for in Hello (Verify) are acknowledged in the reply, so an
+// older agent that ignores them is recognised without a new version.
 const ProtocolVersion = 2
 
 // magic opens the handshake in both directions, so that a peer that is not a
@@ -56,6 +58,15 @@ type Hello struct {
 	// means 1: the whole tree on one stream.
 	Shard  int `json:"shard,omitempty"`
 	Shards int `json:"shards,omitempty"`
+
+	// Verify (--verify) asks for end-to-end checksums on the raw method's
+	// streams: whichever side sends data ends each whole item with a sum
+	// tag, the xxh3-128 of the bytes it read from disk, and the receiver
+	// checks it against the bytes it got before the file is put in place
+	// (ErrVerifyFailed otherwise). Delta items always carry one. The
+	// server acknowledges it in its reply; an agent that does not is
+	// refused by Handshake.
+	Verify bool `json:"verify,omitempty"`
 }
 
 // maxReadBuffer caps a client's --read-buffer request on the server.
@@ -67,6 +78,8 @@ type helloReply struct {
 	Version string   `json:"version"`
 	Codecs  []string `json:"codecs"`
 	Error   string   `json:"error,omitempty"`
+	// Verify acknowledges Hello.Verify.
+	Verify bool `json:"verify,omitempty"`
 }
 
 const maxHelloBytes = 1 << 20
@@ -144,7 +157,7 @@ const (
 	tagEnd   byte = 2
 	tagErr   byte = 3
 	tagCopy  byte = 4 // uvarint first block, uvarint count: basis blocks to copy
-	tagSum   byte = 5 // 16 bytes: xxh3-128 of the item's data; ends a delta item
+	tagSum   byte = 5 // 16 bytes: xxh3-128 of the item's data; ends a delta item, and a whole one with Hello.Verify
 
 	// Kinds of a per-item error in a write reply.
 	errKindOther byte = 0
@@ -182,6 +195,8 @@ type Item struct {
 type encoder struct {
 	fw  *frameWriter
 	tmp [binary.MaxVarintLen64]byte
+	// verify ends whole items with a sum tag (Hello.Verify).
+	verify bool
 }
 
 func (e *encoder) byte(b byte)      { e.tmp[0] = b; e.fw.Write(e.tmp[:1]) }
@@ -294,7 +309,11 @@ func (e *encoder) pathErrors(errs []*treewalk.PathError) {
 
 // decoder reads message fields from a frame reader; it validates every
 // value that could make the reader misbehave.
-type decoder struct{ fr *frameReader }
+type decoder struct {
+	fr *frameReader
+	// verify expects whole items to end with a sum tag (Hello.Verify).
+	verify bool
+}
 
 func (d *decoder) byte() (byte, error) { return d.fr.ReadByte() }
 
