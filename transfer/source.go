@@ -89,8 +89,8 @@ func (s *LocalSource) Close() error {
 }
 
 type rangeReader struct {
-	f     *os.File
-	r     *io.SectionReader
+	f      *os.File
+	r      *io.SectionReader
 	entry  *treewalk.Entry
 	served int64
 }
