@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -219,7 +220,7 @@ func (w *Writer) WriteItem(ctx context.Context, it *transfer.Item, r io.Reader) 
 	fd, err := unix.Openat(dirfd, tmp, flags, 0o600)
 	if err != nil {
 		if it.Split && err == unix.ENOENT {
-			return fmt.Errorf("block at %d: temporary file is gone (was the destination changed?)", it.Offset)
+			return fmt.Errorf("block at %d: temporary file is gone (another block of the file failed, or the destination was changed)", it.Offset)
 		}
 		return fmt.Errorf("create temporary file: %w", err)
 	}
@@ -236,7 +237,11 @@ func (w *Writer) WriteItem(ctx context.Context, it *transfer.Item, r io.Reader) 
 			err = fmt.Errorf("rename into place: %w", err)
 		}
 	}
-	if err != nil && !it.Split {
+	if err != nil && (!it.Split || !errors.Is(err, transfer.ErrDeltaFailed)) {
+		// A split file with a failed block cannot be completed in this
+		// run (a failed delta block is resent whole into it): its
+		// temporary file goes now, so that a full disk gets its space
+		// back for the next files.
 		unix.Unlinkat(dirfd, tmp, 0)
 	}
 	return err
