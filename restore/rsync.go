@@ -73,6 +73,7 @@ type rsyncPull struct {
 	list     treewalk.List
 	listWire int64 // bytes the listing took on the wire
 	stream   *transfer.RsyncStream
+	raw      transfer.Stream // agent-less: the stream under stream, with the idle timeout
 	agent    bool
 }
 
@@ -123,7 +124,8 @@ func openRsyncPull(ctx context.Context, o Options, d transfer.Dialer, src transf
 			var s transfer.Stream
 			s, err = cd.WithCommand("rsync " + strings.Join(quoted, " ")).Dial(gctx)
 			if err == nil {
-				p.stream = transfer.NewRsyncStream(s)
+				p.raw = transfer.IdleTimeoutStream(s, o.IdleTimeout)
+				p.stream = transfer.NewRsyncStream(p.raw)
 			}
 		}
 		return err
@@ -198,6 +200,9 @@ func (p *rsyncPull) run(ctx context.Context, w *Writer, dstPath string, rep *Rep
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if terr := transfer.IdleTimedOut(p.raw); terr != nil {
+			return terr
 		}
 		msg := strings.TrimSpace(stderr.String())
 		if r := strings.TrimSpace(p.stream.Stderr()); r != "" {

@@ -147,3 +147,13 @@ func (s *idleStream) Close() error {
 	s.w.Stop()
 	return s.Stream.Close()
 }
+
+// IdleTimedOut returns the timeout error of a stream made by
+// IdleTimeoutStream that timed out, else nil: callers whose libraries do
+// not wrap read errors use it to report the timeout, not its consequence.
+func IdleTimedOut(s Stream) error {
+	if is, ok := s.(*idleStream); ok {
+		return is.w.Err()
+	}
+	return nil
+}
