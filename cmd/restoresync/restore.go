@@ -18,7 +18,7 @@ type restoreOptions struct {
 	blockSize  byteSize
 	readBuf    byteSize
 	writeBuf   byteSize
-	faults     faultsFlags
+	faultFlags faultsFlags
 	json       bool
 	archive    bool
 }
