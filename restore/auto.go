@@ -49,6 +49,10 @@ func runAuto(ctx context.Context, o Options, src, dst transfer.Location, rep *Re
 		*rep = Report{Compression: rep.Compression, Jobs: rep.Jobs}
 	}
 	o.SSH.RemotePath = NoAgent // the remote's own tools from here on
+	if o.Verify && o.Warnf != nil {
+		o.Warnf("--verify applies to the raw method only: the remote's own tools run without it")
+	}
+	o.Verify = false
 	if holdsFiles(dst.Path) {
 		rep.Method, rep.MethodReason = string(MethodRsync), "no agent on the remote and DST already holds files: the remote's rsync, for deltas"
 		return runRsync(ctx, o, src, dst, rep)

@@ -31,9 +31,17 @@
 // writes nothing (--dry-run). An interrupted --delete leaves some extras
 // in place: a rerun removes them.
 //
-// What an interruption leaves behind: completed files in place, possibly
-// temporary files, and directories with mode 0700 and the current time as
-// mtime. A rerun skips the completed files (quick check: same size and
-// mtime), truncates and reuses the temporary files it needs, removes the
-// stale ones and sets every directory's metadata.
+// What an interruption leaves behind (a dropped stream, a dead agent,
+// cancellation): completed files in place, and directories with mode 0700
+// and the current time as mtime. The writer removes the temporary file of a
+// file that fails, and on Close those of split files not committed; only a
+// writer that is killed leaves temporary files. Cancelling Run's context
+// tears the streams down at once. A rerun skips the completed files (quick
+// check: same size and mtime), truncates and reuses the temporary files it
+// needs, removes the stale ones and sets every directory's metadata.
+//
+// Per-file failures (an unreadable or changed source file, a full or
+// read-only destination, a --verify mismatch) are reported and the run goes
+// on; connection, protocol and timeout failures (transfer.ErrConnect,
+// ErrProtocol, ErrTimeout) end it.
 package restore

@@ -132,7 +132,7 @@ func (w *Writer) check(cur *dirCursor, e *treewalk.Entry) (need bool, basisSize 
 		basisSize = st.Size
 	}
 	if e.Size > w.opts.BlockSizeBytes {
-		return true, basisSize, w.prepareSplit(dirfd, base, e.Size)
+		return true, basisSize, w.prepareSplit(dirfd, e.Path, base, e.Size)
 	}
 	return true, basisSize, nil
 }

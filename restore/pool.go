@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -29,9 +30,10 @@ type pool struct {
 	wg     sync.WaitGroup
 }
 
-// openPool dials the first stream and starts dialing jobs-1 more.
-func openPool(ctx context.Context, d transfer.Dialer, h transfer.Hello, jobs int) (*pool, error) {
-	first, err := dialStream(ctx, d, h)
+// openPool dials the first stream and starts dialing jobs-1 more, each
+// with the idle timeout idle (0: none).
+func openPool(ctx context.Context, d transfer.Dialer, h transfer.Hello, jobs int, idle time.Duration) (*pool, error) {
+	first, err := dialStream(ctx, d, h, idle)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +44,7 @@ func openPool(ctx context.Context, d transfer.Dialer, h transfer.Hello, jobs int
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			c, err := dialStream(dctx, d, h)
+			c, err := dialStream(dctx, d, h, idle)
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			switch {
@@ -66,15 +68,16 @@ func openPool(ctx context.Context, d transfer.Dialer, h transfer.Hello, jobs int
 }
 
 // dialStream opens one stream and handshakes on it.
-func dialStream(ctx context.Context, d transfer.Dialer, h transfer.Hello) (*transfer.Conn, error) {
-	_, c, err := openStream(ctx, d, h)
+func dialStream(ctx context.Context, d transfer.Dialer, h transfer.Hello, idle time.Duration) (*transfer.Conn, error) {
+	_, c, err := openStream(ctx, d, h, idle)
 	return c, err
 }
 
 // openStream opens one stream and handshakes on it, returning the stream
 // too for callers that must be able to tear it down (not just say goodbye).
-// On error the stream is closed.
-func openStream(ctx context.Context, d transfer.Dialer, h transfer.Hello) (transfer.Stream, *transfer.Conn, error) {
+// On error the stream is closed. idle is the stream's idle timeout
+// (--timeout; 0: none), which starts after the handshake.
+func openStream(ctx context.Context, d transfer.Dialer, h transfer.Hello, idle time.Duration) (transfer.Stream, *transfer.Conn, error) {
 	s, err := d.Dial(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -84,6 +87,7 @@ func openStream(ctx context.Context, d transfer.Dialer, h transfer.Hello) (trans
 		s.Close()
 		return nil, nil, err
 	}
+	c.SetIdleTimeout(idle)
 	return s, c, nil
 }
 
@@ -113,6 +117,19 @@ func (p *pool) wireBytes() int64 {
 		n += s + r
 	}
 	return n
+}
+
+// abort tears every stream down at once (the run was cancelled): blocked
+// reads and writes fail, so the workers end promptly. Safe to call from any
+// goroutine; close must still be called.
+func (p *pool) abort() {
+	p.cancel()
+	p.mu.Lock()
+	conns := p.conns
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Abort()
+	}
 }
 
 // close stops the background dials and closes every stream, in parallel.

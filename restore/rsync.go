@@ -75,6 +75,7 @@ type rsyncPull struct {
 	list     treewalk.List
 	listWire int64 // bytes the listing took on the wire
 	stream   *transfer.RsyncStream
+	raw      transfer.Stream // agent-less: the stream under stream, with the idle timeout
 	agent    bool
 }
 
@@ -125,7 +126,8 @@ func openRsyncPull(ctx context.Context, o Options, d transfer.Dialer, src transf
 			var s transfer.Stream
 			s, err = cd.WithCommand("rsync " + strings.Join(quoted, " ")).Dial(gctx)
 			if err == nil {
-				p.stream = transfer.NewRsyncStream(s)
+				p.raw = transfer.IdleTimeoutStream(s, o.IdleTimeout)
+				p.stream = transfer.NewRsyncStream(p.raw)
 			}
 		}
 		return err
@@ -139,7 +141,7 @@ func openRsyncPull(ctx context.Context, o Options, d transfer.Dialer, src transf
 
 // agentList gets the file list from the agent, as the raw method does.
 func agentList(ctx context.Context, o Options, d transfer.Dialer, path string) (treewalk.List, int64, error) {
-	c, err := dialStream(ctx, d, transfer.Hello{Role: transfer.RoleSender, Path: path, Version: o.Version, Compression: o.Compression.String()})
+	c, err := dialStream(ctx, d, transfer.Hello{Role: transfer.RoleSender, Path: path, Version: o.Version, Compression: o.Compression.String()}, o.IdleTimeout)
 	if err != nil {
 		return treewalk.List{}, 0, err
 	}
@@ -200,6 +202,9 @@ func (p *rsyncPull) run(ctx context.Context, w *Writer, dstPath string, rep *Rep
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if terr := transfer.IdleTimedOut(p.raw); terr != nil {
+			return terr
 		}
 		msg := strings.TrimSpace(stderr.String())
 		if r := strings.TrimSpace(p.stream.Stderr()); r != "" {

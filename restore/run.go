@@ -101,6 +101,25 @@ type Options struct {
 	// ItemizeChanges fills Report.Changes on a real run too (rsync's
 	// --itemize-changes).
 	ItemizeChanges bool
+
+	// Faults and checks (--timeout, --verify). The connect timeout
+	// (--contimeout) is SSH.Timeout.
+
+	// IdleTimeout is rsync's --timeout: when no data moves on a stream,
+	// either way, for this long while the restore waits on the remote
+	// side, the run fails with an error wrapping transfer.ErrTimeout
+	// (exit code 30). 0 means none, as in rsync: a stalled peer is then
+	// only noticed by SSH keepalives (the built-in client's, or -e ssh's
+	// ServerAliveInterval), which a stopped agent still answers.
+	IdleTimeout time.Duration
+	// Verify asks for end-to-end checksums (--verify): the sender hashes
+	// (xxh3-128) the bytes it reads from disk, the receiver the bytes it
+	// gets, and a file whose hashes differ is not put in place
+	// (transfer.ErrVerifyFailed, a per-file error). Raw method over a
+	// network (pull and push); tar carries no checksums (usage error),
+	// rsync has its own whole-file checksum, and a local restore has no
+	// stream in between to check.
+	Verify bool
 }
 
 func (o *Options) applyDefaults() {
@@ -156,8 +175,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if !ok {
 		return rep, fmt.Errorf("%w: unknown method %q", ErrUsage, o.Method)
 	}
+	if o.Verify && (o.Method == MethodTar || o.Method == MethodRsync) {
+		return rep, fmt.Errorf("%w: --verify is for the raw method (tar carries no checksums; rsync checks its own whole-file checksums)", ErrUsage)
+	}
 	err = run(ctx, o, src, dst, rep)
 	rep.Seconds = time.Since(start).Seconds()
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		// The streams were torn down under the workers: what they saw
+		// (a closed stream) is a consequence, not the cause.
+		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
 	return rep, err
 }
 
@@ -174,7 +201,11 @@ func runRaw(ctx context.Context, o Options, src, dst transfer.Location, rep *Rep
 	if err != nil {
 		return err
 	}
+	// Cancellation (Ctrl-C) tears the streams down, so that workers blocked
+	// on the network return at once instead of finishing their batches.
+	stop := context.AfterFunc(ctx, s.abort)
 	err = runSession(ctx, s, o, rep)
+	stop()
 	// By the time the streams are closed, every file is in place and
 	// finished: a failed goodbye is worth a warning, not a failed run.
 	if cerr := s.close(err != nil); err == nil && cerr != nil && !errors.Is(cerr, context.Canceled) && o.Warnf != nil {
@@ -256,7 +287,8 @@ func remotePool(ctx context.Context, o Options, loc transfer.Location, h transfe
 	h.Version = o.Version
 	h.Compression = o.Compression.String()
 	h.ReadBufferBytes = o.ReadBufferBytes
-	return openPool(ctx, d, h, o.Jobs)
+	h.Verify = o.Verify
+	return openPool(ctx, d, h, o.Jobs, o.IdleTimeout)
 }
 
 // runSession is the restore proper: list, plan, move the data over the

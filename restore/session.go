@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"io"
 
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/treewalk"
@@ -41,6 +42,9 @@ type session interface {
 	// close ends the session; abort says the run failed (do not wait for
 	// a clean goodbye).
 	close(abort bool) error
+	// abort tears the streams down at once (the run was cancelled), from
+	// any goroutine, while the workers may still use them.
+	abort()
 }
 
 // localSession restores from a local tree into a local one.
@@ -81,7 +85,7 @@ func (s *localSession) runStream(ctx context.Context, i int, batches <-chan *bat
 			it := &b.items[j]
 			r, err := s.src.Open(ctx, it)
 			if err == nil {
-				err = progressWriter{s.w, s.ob}.WriteItem(ctx, it, r)
+				err = progressWriter{s.w, s.ob}.WriteItem(ctx, it, ctxReader{ctx, r})
 				r.Close()
 			}
 			errs[j] = err
@@ -105,7 +109,24 @@ func (s *localSession) finish(ctx context.Context, entries []treewalk.Entry) ([]
 
 func (s *localSession) wireBytes() int64 { return 0 }
 
+// abort: nothing to tear down; the workers check ctx between files and the
+// copy of a file stops at its next read (ctxReader).
+func (s *localSession) abort() {}
+
 func (s *localSession) close(bool) error {
 	s.src.Close()
 	return s.w.Close()
+}
+
+// ctxReader ends a local copy at its next read once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r ctxReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
 }

@@ -95,6 +95,7 @@ func (s *pullSession) finish(ctx context.Context, entries []treewalk.Entry) ([]*
 }
 
 func (s *pullSession) wireBytes() int64 { return s.p.wireBytes() }
+func (s *pullSession) abort()           { s.p.abort() }
 
 func (s *pullSession) close(abort bool) error {
 	err := s.p.close(abort)
@@ -160,6 +161,7 @@ func (s *pushSession) finish(ctx context.Context, entries []treewalk.Entry) ([]*
 }
 
 func (s *pushSession) wireBytes() int64 { return s.p.wireBytes() }
+func (s *pushSession) abort()           { s.p.abort() }
 
 func (s *pushSession) close(abort bool) error {
 	err := s.p.close(abort)

@@ -39,6 +39,7 @@ func runTarAgentless(ctx context.Context, o Options, d transfer.Dialer, src, dst
 	if err != nil {
 		return err
 	}
+	s = transfer.IdleTimeoutStream(s, o.IdleTimeout)
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { s.Close() })
 	defer stop()
@@ -82,6 +83,9 @@ func runTarAgentless(ctx context.Context, o Options, d transfer.Dialer, src, dst
 	rep.WireBytes = wire.Load()
 	if err == nil {
 		err = ctx.Err()
+	}
+	if terr := transfer.IdleTimedOut(s); err != nil && terr != nil {
+		err = terr
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -101,6 +102,9 @@ type Writer struct {
 	// list (several SRCs), Finish gives it a directory's usual mode.
 	created bool
 	filter  *treewalk.Filter // opts.Filters, compiled
+
+	splitMu    sync.Mutex
+	splitTemps map[string]bool // split files prepared and not yet committed
 }
 
 // NewWriter creates dst if missing (mode 0700 until Finish gives it its
@@ -148,11 +152,14 @@ func NewSink(ctx context.Context, dst string, opts json.RawMessage) (transfer.Si
 	return NewWriter(dst, o)
 }
 
-// Close releases the destination's descriptor.
+// Close removes the temporary files of split files that were prepared and
+// not committed (an interrupted run), and releases the destination's
+// descriptor.
 func (w *Writer) Close() error {
 	if w.rootFd < 0 {
 		return nil
 	}
+	w.removeSplitTemps()
 	return unix.Close(w.rootFd)
 }
 
@@ -249,7 +256,7 @@ func (w *Writer) WriteItem(ctx context.Context, it *transfer.Item, r io.Reader) 
 	fd, err := unix.Openat(dirfd, tmp, flags, 0o600)
 	if err != nil {
 		if it.Split && err == unix.ENOENT {
-			return fmt.Errorf("block at %d: temporary file is gone (was the destination changed?)", it.Offset)
+			return fmt.Errorf("block at %d: temporary file is gone (another block of the file failed, or the destination was changed)", it.Offset)
 		}
 		return fmt.Errorf("create temporary file: %w", err)
 	}
@@ -266,7 +273,11 @@ func (w *Writer) WriteItem(ctx context.Context, it *transfer.Item, r io.Reader) 
 			err = fmt.Errorf("rename into place: %w", err)
 		}
 	}
-	if err != nil && !it.Split {
+	if err != nil && (!it.Split || !errors.Is(err, transfer.ErrDeltaFailed)) {
+		// A split file with a failed block cannot be completed in this
+		// run (a failed delta block is resent whole into it): its
+		// temporary file goes now, so that a full disk gets its space
+		// back for the next files.
 		unix.Unlinkat(dirfd, tmp, 0)
 	}
 	return err
@@ -326,19 +337,45 @@ func (w *Writer) Commit(ctx context.Context, e *treewalk.Entry) error {
 	if err != nil {
 		unix.Unlinkat(dirfd, tmp, 0)
 	}
+	w.splitMu.Lock()
+	delete(w.splitTemps, e.Path)
+	w.splitMu.Unlock()
 	return err
 }
 
-// prepareSplit creates (or truncates) the temporary file of a file that
-// will arrive in blocks, at its full size.
-func (w *Writer) prepareSplit(dirfd int, base string, size int64) error {
+// prepareSplit creates (or truncates) the temporary file of the file rel
+// (base in dirfd) that will arrive in blocks, at its full size. Close
+// removes it unless Commit put it in place.
+func (w *Writer) prepareSplit(dirfd int, rel, base string, size int64) error {
 	fd, err := unix.Openat(dirfd, tempName(base), unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("create temporary file: %w", err)
 	}
+	w.splitMu.Lock()
+	if w.splitTemps == nil {
+		w.splitTemps = map[string]bool{}
+	}
+	w.splitTemps[rel] = true
+	w.splitMu.Unlock()
 	err = unix.Ftruncate(fd, size)
 	unix.Close(fd)
 	return err
+}
+
+// removeSplitTemps removes the temporary files of split files that were
+// prepared but not committed: an interrupted run leaves none behind (they
+// would be truncated and rewritten by a rerun anyway).
+func (w *Writer) removeSplitTemps() {
+	w.splitMu.Lock()
+	left := w.splitTemps
+	w.splitTemps = nil
+	w.splitMu.Unlock()
+	for rel := range left {
+		if dirfd, base, err := w.parent(rel); err == nil {
+			unix.Unlinkat(dirfd, tempName(base), 0)
+			unix.Close(dirfd)
+		}
+	}
 }
 
 func octal(m uint32) string { return "0" + strconv.FormatUint(uint64(m), 8) }

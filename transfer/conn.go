@@ -55,6 +55,10 @@ type Conn struct {
 	// planned is the list last sent with Plan: Finish with the same list
 	// does not send it again.
 	planned []treewalk.Entry
+	// pending counts the requests awaiting their reply, which arms the
+	// idle timeout (SetIdleTimeout).
+	pending atomic.Int32
+	idle    *idleWatch
 }
 
 // Handshake sends h on s and reads the server's reply. h.Proto and the
@@ -92,12 +96,15 @@ func Handshake(ctx context.Context, s Stream, h Hello) (*Conn, error) {
 	if !slices.Contains(rep.Codecs, comp.Codec.String()) {
 		return nil, fmt.Errorf("%w: the remote agent (restoresync %s) does not support codec %s (it has %v)", ErrProtocol, rep.Version, comp.Codec, rep.Codecs)
 	}
+	if h.Verify && !rep.Verify {
+		return nil, fmt.Errorf("%w: the remote agent (restoresync %s) does not support --verify: install the same version on both hosts", ErrProtocol, rep.Version)
+	}
 	fw, err := newFrameWriter(cw, comp)
 	if err != nil {
 		return nil, err
 	}
-	c.enc = encoder{fw: fw}
-	c.dec = decoder{fr: newFrameReader(br)}
+	c.enc = encoder{fw: fw, verify: h.Verify}
+	c.dec = decoder{fr: newFrameReader(br), verify: h.Verify}
 	c.Peer = rep.Version
 	if !stop() {
 		// ctx ended as the handshake completed: the stream is being
@@ -137,6 +144,9 @@ func (c *Conn) fail(err error) error {
 	if err == nil {
 		return nil
 	}
+	if terr := c.idle.Err(); terr != nil {
+		return terr
+	}
 	var re *RemoteError
 	if errors.As(err, &re) {
 		return err
@@ -146,6 +156,8 @@ func (c *Conn) fail(err error) error {
 
 // List asks a sender for its file list (pull).
 func (c *Conn) List(ctx context.Context) (treewalk.List, error) {
+	c.pending.Add(1)
+	defer c.pending.Add(-1)
 	c.enc.byte(msgList)
 	if err := c.enc.flush(); err != nil {
 		return treewalk.List{}, c.fail(err)
@@ -168,6 +180,7 @@ func (c *Conn) List(ctx context.Context) (treewalk.List, error) {
 // reply; several requests may be outstanding. An item with Delta goes with
 // its signature's sums, and its data comes back as a delta.
 func (c *Conn) SendRead(items []Item) error {
+	c.pending.Add(1) // until RecvRead
 	c.enc.byte(msgRead)
 	c.enc.items(items)
 	return c.fail(c.enc.flush())
@@ -179,6 +192,7 @@ func (c *Conn) SendRead(items []Item) error {
 // BasisOpener; a delta that cannot be applied is an item error wrapping
 // ErrDeltaFailed.
 func (c *Conn) RecvRead(ctx context.Context, items []Item, w ItemWriter) ([]error, error) {
+	defer c.pending.Add(-1)
 	if err := c.dec.status(); err != nil {
 		return nil, c.fail(err)
 	}
@@ -198,6 +212,8 @@ func (c *Conn) RecvRead(ctx context.Context, items []Item, w ItemWriter) ([]erro
 // of the entries whose data it needs and the signatures of the copies it
 // already has of some of them.
 func (c *Conn) Plan(ctx context.Context, entries []treewalk.Entry) (PlanResult, error) {
+	c.pending.Add(1)
+	defer c.pending.Add(-1)
 	c.enc.byte(msgFileList)
 	c.enc.entries(entries)
 	c.planned = entries
@@ -237,6 +253,7 @@ func (c *Conn) Plan(ctx context.Context, entries []treewalk.Entry) (PlanResult, 
 // Delta is sent as a delta against the signature (only the signature's
 // sizes go to the receiver, which has the basis).
 func (c *Conn) SendWrite(ctx context.Context, items []Item, src ItemSource, buf []byte) ([]error, error) {
+	c.pending.Add(1) // until RecvWrite
 	c.enc.byte(msgWrite)
 	c.enc.itemList(items, false)
 	errs := make([]error, len(items))
@@ -253,6 +270,7 @@ func (c *Conn) SendWrite(ctx context.Context, items []Item, src ItemSource, buf 
 // SendWrite. Each is a RemoteError; one whose delta could not be applied
 // wraps ErrDeltaFailed.
 func (c *Conn) RecvWrite(items []Item) ([]error, error) {
+	defer c.pending.Add(-1)
 	if err := c.dec.status(); err != nil {
 		return nil, c.fail(err)
 	}
@@ -289,6 +307,8 @@ func (c *Conn) RecvWrite(items []Item) ([]error, error) {
 // written (push); it puts the file in place. The error concerns e only,
 // unless it wraps a stream failure (then the second result is true).
 func (c *Conn) Commit(ctx context.Context, e *treewalk.Entry) (err error, fatal bool) {
+	c.pending.Add(1)
+	defer c.pending.Add(-1)
 	c.enc.byte(msgCommit)
 	c.enc.entry(e)
 	if err := c.enc.flush(); err != nil {
@@ -310,6 +330,8 @@ func (c *Conn) Commit(ctx context.Context, e *treewalk.Entry) (err error, fatal 
 // Finish asks a receiver to create symlinks, hardlinks and special files,
 // set directory metadata and remove stale temporary files (push).
 func (c *Conn) Finish(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
+	c.pending.Add(1)
+	defer c.pending.Add(-1)
 	c.enc.byte(msgFinish)
 	same := len(entries) > 0 && len(entries) == len(c.planned) && &entries[0] == &c.planned[0]
 	c.enc.bool(same) // the server kept the planned list: it is not sent twice
@@ -328,6 +350,7 @@ func (c *Conn) Finish(ctx context.Context, entries []treewalk.Entry) ([]*treewal
 
 // Close says goodbye, closes the stream and stops the pipeline goroutines.
 func (c *Conn) Close() error {
+	c.idle.Stop()
 	c.enc.byte(msgBye)
 	err := c.enc.fw.Close()
 	c.s.CloseWrite()

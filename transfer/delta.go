@@ -220,6 +220,11 @@ func sendDelta(enc *encoder, r io.Reader, it *Item) error {
 	}
 	ops.literal(buf[lit:n])
 	ops.flush()
+	if err := finishRead(r); err != nil {
+		enc.byte(tagErr)
+		enc.str(err.Error())
+		return err
+	}
 	sum := m.hash.Sum128().Bytes()
 	enc.byte(tagSum)
 	enc.fw.Write(sum[:])

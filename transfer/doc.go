@@ -31,6 +31,12 @@
 // bounded (so is the memory a hostile peer can make us use), paths must be
 // clean and relative (treewalk.ValidPath), counts and ranges must fit.
 //
+// Faults: a sender checks each file's size and mtime after reading it
+// (ErrSourceChanged); with Hello.Verify whole items end with an xxh3-128 of
+// the bytes read, checked by the receiver (ErrVerifyFailed); a Conn with an
+// idle timeout (SetIdleTimeout, rsync's --timeout) closes its stream when no
+// byte moves while a request is outstanding (ErrTimeout).
+//
 // An interrupted stream leaves nothing behind on its own: writing is the
 // business of restore's safe writer, which the server side calls through
 // Sink.

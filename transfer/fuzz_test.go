@@ -114,6 +114,19 @@ func messageSeeds(t testing.TB) [][]byte {
 			e.uvarint(0)
 			e.byte(tagEnd)
 		}),
+		seed(fuzzItemData+128, func(e *encoder) { // --verify
+			e.uvarint(5)
+			e.byte(tagChunk)
+			e.str("hello")
+			sum := xxh3.Hash128([]byte("hello")).Bytes()
+			e.byte(tagSum)
+			e.fw.Write(sum[:])
+			e.uvarint(2)
+			e.byte(tagChunk)
+			e.str("no")
+			e.byte(tagSum)
+			e.fw.Write(make([]byte, 16))
+		}),
 		seed(fuzzDeltaData, func(e *encoder) {
 			e.uvarint(1500) // length, then ops against fuzzBasis
 			e.byte(tagCopy)
@@ -157,6 +170,7 @@ func FuzzMessages(f *testing.F) {
 		// Small frames, so that fields straddle frame boundaries.
 		d, stop := messageDecoder(msgs, 61)
 		defer stop()
+		d.verify = in[0] >= 128 // whole items end with a sum tag (--verify)
 		switch op {
 		case fuzzEntries:
 			list, err := d.entries()
@@ -217,8 +231,8 @@ func FuzzMessages(f *testing.F) {
 					t.Fatalf("item of %d bytes reached EOF after %d bytes", it.Length, w.n)
 				}
 				var re *RemoteError
-				if itemErr != nil && !errors.Is(itemErr, ErrSizeMismatch) && !errors.As(itemErr, &re) {
-					t.Fatalf("item error %q is neither a size mismatch nor the sender's", itemErr)
+				if itemErr != nil && !errors.Is(itemErr, ErrSizeMismatch) && !errors.As(itemErr, &re) && !(d.verify && errors.Is(itemErr, ErrVerifyFailed)) {
+					t.Fatalf("item error %q is neither a size mismatch, a checksum mismatch nor the sender's", itemErr)
 				}
 			}
 		case fuzzDeltaData:

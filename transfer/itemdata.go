@@ -51,10 +51,27 @@ type ItemSource interface {
 // than its announced length.
 var ErrSizeMismatch = errors.New("data length differs from the file list")
 
+// ErrVerifyFailed is the item error of --verify (Hello.Verify) when the
+// xxh3-128 of the bytes the receiver got differs from the sender's hash of
+// the bytes it read from disk: the data was corrupted on the way, and the
+// file is not put in place.
+var ErrVerifyFailed = errors.New("checksum mismatch (--verify): the data received differs from what the sender read")
+
+// finishRead checks, after the last byte of an item was read from r, that
+// the source file did not change while it was read (see LocalSource.Open).
+func finishRead(r io.Reader) error {
+	if c, ok := r.(interface{ unchanged() error }); ok {
+		return c.unchanged()
+	}
+	return nil
+}
+
 // sendItemData writes one item's data as chunks and an end tag, or an error
-// tag if the source fails. buf is the disk read buffer (any size; chunks on
-// the wire stay at most chunkBytes). It returns only wire errors; the source's error
-// is returned as itemErr.
+// tag if the source fails. With enc.verify the end tag is a sum tag: the
+// xxh3-128 of the bytes read, which the receiver checks. buf is the disk
+// read buffer (any size; chunks on the wire stay at most chunkBytes). It
+// returns only wire errors; the source's error is returned as itemErr,
+// including a file that changed while it was read (ErrSourceChanged).
 func sendItemData(ctx context.Context, enc *encoder, src ItemSource, it *Item, buf []byte) (itemErr error) {
 	r, err := src.Open(ctx, it)
 	if err != nil {
@@ -66,9 +83,16 @@ func sendItemData(ctx context.Context, enc *encoder, src ItemSource, it *Item, b
 	if it.Delta != nil {
 		return sendDelta(enc, r, it)
 	}
+	var h *xxh3.Hasher
+	if enc.verify {
+		h = xxh3.New()
+	}
 	var sent int64
 	for sent < it.Length {
 		n, err := io.ReadFull(r, buf[:min(int64(len(buf)), it.Length-sent)])
+		if h != nil {
+			h.Write(buf[:n])
+		}
 		for data := buf[:n]; len(data) > 0; { // chunks of at most chunkBytes
 			k := min(len(data), chunkBytes)
 			enc.byte(tagChunk)
@@ -85,6 +109,17 @@ func sendItemData(ctx context.Context, enc *encoder, src ItemSource, it *Item, b
 			return err
 		}
 	}
+	if err := finishRead(r); err != nil {
+		enc.byte(tagErr)
+		enc.str(err.Error())
+		return err
+	}
+	if h != nil {
+		sum := h.Sum128().Bytes()
+		enc.byte(tagSum)
+		enc.fw.Write(sum[:])
+		return nil
+	}
 	enc.byte(tagEnd)
 	return nil
 }
@@ -93,7 +128,8 @@ func sendItemData(ctx context.Context, enc *encoder, src ItemSource, it *Item, b
 // sender's error tag as a RemoteError and enforces the announced length.
 // For a delta item it also serves the basis blocks that copy tags name, and
 // ends with an error wrapping ErrDeltaFailed instead of io.EOF unless what
-// it served matches the sender's hash.
+// it served matches the sender's hash. On a --verify stream a whole item
+// ends with the sender's hash too, and a mismatch is ErrVerifyFailed.
 type itemReader struct {
 	d     *decoder
 	left  int64 // bytes the item may still yield
@@ -104,7 +140,7 @@ type itemReader struct {
 
 	delta    *Signature   // nil for a whole item
 	basis    io.ReaderAt  // the basis of a delta item
-	hash     *xxh3.Hasher // of the bytes served, for a delta item
+	hash     *xxh3.Hasher // of the bytes served: a delta item, or --verify; the item ends with a sum tag
 	copyOff  int64        // basis offset of the current copy
 	copyLeft int64        // bytes left in the current copy
 	draining bool         // the writer is done: skip, do not check
@@ -134,8 +170,8 @@ func (r *itemReader) nextTag() {
 			r.err = fmt.Errorf("%w: sender sent more than the announced length", ErrSizeMismatch)
 		}
 	case tagEnd:
-		if r.delta != nil {
-			r.fatal = fmt.Errorf("%w: end tag in a delta item", ErrProtocol)
+		if r.hash != nil {
+			r.fatal = fmt.Errorf("%w: end tag in a delta or verified item", ErrProtocol)
 			return
 		}
 		r.done = true
@@ -149,8 +185,8 @@ func (r *itemReader) nextTag() {
 		}
 		r.nextCopy()
 	case tagSum:
-		if r.delta == nil {
-			r.fatal = fmt.Errorf("%w: sum tag in a whole item", ErrProtocol)
+		if r.hash == nil {
+			r.fatal = fmt.Errorf("%w: sum tag in a whole item of a stream without --verify", ErrProtocol)
 			return
 		}
 		if _, err := io.ReadFull(r.d.fr, r.sum[:]); err != nil {
@@ -164,7 +200,11 @@ func (r *itemReader) nextTag() {
 			r.err = fmt.Errorf("%w: sender sent %d bytes too few", ErrSizeMismatch, r.left)
 		default:
 			if got := r.hash.Sum128().Bytes(); !bytes.Equal(got[:], r.sum[:]) {
-				r.err = fmt.Errorf("%w: the rebuilt data does not match the sender's hash", ErrDeltaFailed)
+				if r.delta != nil {
+					r.err = fmt.Errorf("%w: the rebuilt data does not match the sender's hash", ErrDeltaFailed)
+				} else {
+					r.err = ErrVerifyFailed
+				}
 			}
 		}
 	case tagErr:
@@ -284,6 +324,9 @@ func recvItemData(ctx context.Context, d *decoder, w ItemWriter, it *Item) (item
 	r := &itemReader{d: d, left: it.Length}
 	var werr error
 	if it.Delta == nil {
+		if d.verify {
+			r.hash = xxh3.New()
+		}
 		werr = w.WriteItem(ctx, it, r)
 	} else {
 		r.delta, r.hash = it.Delta, xxh3.New()

@@ -16,6 +16,8 @@ import (
 // and sum tags in item data, and error kinds in write replies. Version 3
 // added selections (Hello.Roots and Hello.Filters, which an older sender
 // would ignore and send everything) and the delete and itemize requests.
+// Optional features asked for in Hello (Verify) are acknowledged in the
+// reply, so an older agent that ignores them is recognised.
 const ProtocolVersion = 3
 
 // magic opens the handshake in both directions, so that a peer that is not a
@@ -68,6 +70,15 @@ type Hello struct {
 	// Filters are the include/exclude rules the sender applies as it
 	// walks, in short form ("+ PATTERN" / "- PATTERN").
 	Filters []string `json:"filters,omitempty"`
+
+	// Verify (--verify) asks for end-to-end checksums on the raw method's
+	// streams: whichever side sends data ends each whole item with a sum
+	// tag, the xxh3-128 of the bytes it read from disk, and the receiver
+	// checks it against the bytes it got before the file is put in place
+	// (ErrVerifyFailed otherwise). Delta items always carry one. The
+	// server acknowledges it in its reply; an agent that does not is
+	// refused by Handshake.
+	Verify bool `json:"verify,omitempty"`
 }
 
 // maxReadBuffer caps a client's --read-buffer request on the server.
@@ -79,6 +90,8 @@ type helloReply struct {
 	Version string   `json:"version"`
 	Codecs  []string `json:"codecs"`
 	Error   string   `json:"error,omitempty"`
+	// Verify acknowledges Hello.Verify.
+	Verify bool `json:"verify,omitempty"`
 }
 
 const maxHelloBytes = 16 << 20 // a --files-from list travels in it
@@ -158,7 +171,7 @@ const (
 	tagEnd   byte = 2
 	tagErr   byte = 3
 	tagCopy  byte = 4 // uvarint first block, uvarint count: basis blocks to copy
-	tagSum   byte = 5 // 16 bytes: xxh3-128 of the item's data; ends a delta item
+	tagSum   byte = 5 // 16 bytes: xxh3-128 of the item's data; ends a delta item, and a whole one with Hello.Verify
 
 	// Kinds of a per-item error in a write reply.
 	errKindOther byte = 0
@@ -196,6 +209,8 @@ type Item struct {
 type encoder struct {
 	fw  *frameWriter
 	tmp [binary.MaxVarintLen64]byte
+	// verify ends whole items with a sum tag (Hello.Verify).
+	verify bool
 }
 
 func (e *encoder) byte(b byte)      { e.tmp[0] = b; e.fw.Write(e.tmp[:1]) }
@@ -308,7 +323,11 @@ func (e *encoder) pathErrors(errs []*treewalk.PathError) {
 
 // decoder reads message fields from a frame reader; it validates every
 // value that could make the reader misbehave.
-type decoder struct{ fr *frameReader }
+type decoder struct {
+	fr *frameReader
+	// verify expects whole items to end with a sum tag (Hello.Verify).
+	verify bool
+}
 
 func (d *decoder) byte() (byte, error) { return d.fr.ReadByte() }
 

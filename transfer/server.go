@@ -115,6 +115,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) e
 		}
 		return role(ctx, s, br, out, comp)
 	}
+	rep.Verify = h.Verify
 	if err := writeHandshake(out, rep); err != nil {
 		return err
 	}
@@ -122,8 +123,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) e
 	if err != nil {
 		return err
 	}
-	s.enc = encoder{fw: fw}
-	s.dec = decoder{fr: newFrameReader(br)}
+	s.enc = encoder{fw: fw, verify: h.Verify}
+	s.dec = decoder{fr: newFrameReader(br), verify: h.Verify}
 	err = s.loop(ctx)
 	if cerr := fw.Close(); err == nil {
 		err = cerr

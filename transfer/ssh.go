@@ -163,6 +163,9 @@ type sshDialer struct {
 	command     string
 	timeout     time.Duration
 	keepalive   time.Duration
+	// keepaliveMax is how many keepalives may go unanswered in a row
+	// before the connection is declared lost (ServerAliveCountMax).
+	keepaliveMax int
 }
 
 // NewSSHDialer returns a Dialer that reaches loc with the built-in SSH
@@ -170,7 +173,8 @@ type sshDialer struct {
 //
 // Settings come from loc first, then the ssh_config file (o.ConfigFile, with
 // Host, HostName, Port, User, IdentityFile, IdentitiesOnly, IdentityAgent,
-// HostKeyAlias, UserKnownHostsFile and GlobalKnownHostsFile), then defaults.
+// HostKeyAlias, UserKnownHostsFile, GlobalKnownHostsFile,
+// ServerAliveInterval and ServerAliveCountMax), then defaults.
 // Keys are tried in order: o.Identities, IdentityFile entries, ssh-agent
 // (SSH_AUTH_SOCK), ~/.ssh/id_ed25519, id_ecdsa, id_rsa. Encrypted key files
 // are skipped (load them into ssh-agent). Host keys must be in the
@@ -202,8 +206,9 @@ func NewSSHDialer(loc Location, o SSHOptions) (Dialer, error) {
 		d.timeout = defaultSSHTimeout
 	}
 	if d.keepalive == 0 {
-		d.keepalive = defaultKeepalive
+		d.keepalive = cmpOr(hc.aliveInterval, defaultKeepalive) // negative: off
 	}
+	d.keepaliveMax = cmpOr(hc.aliveCountMax, keepaliveMaxMissed)
 	user := cmpOr(loc.User, hc.user, localUser())
 	d.addr = net.JoinHostPort(d.hostname, strconv.Itoa(d.port))
 	d.display = user + "@" + d.addr
@@ -327,7 +332,7 @@ func (d *sshDialer) Dial(ctx context.Context) (Stream, error) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrConnect, d.display, err)
 	}
 	if d.keepalive > 0 {
-		go s.keepaliveLoop(d.keepalive)
+		go s.keepaliveLoop(d.keepalive, d.keepaliveMax)
 	}
 	return s, nil
 }
@@ -582,9 +587,10 @@ func (s *sshStream) Close() error {
 func (s *sshStream) Stderr() string { return s.stderr.String() }
 
 // keepaliveLoop sends a keepalive@openssh.com request every interval and
-// closes the connection when keepaliveMaxMissed in a row go unanswered.
-// Any reply counts, including OpenSSH's "request failed".
-func (s *sshStream) keepaliveLoop(interval time.Duration) {
+// closes the connection when maxMissed in a row go unanswered (OpenSSH's
+// ServerAliveInterval and ServerAliveCountMax). Any reply counts,
+// including OpenSSH's "request failed".
+func (s *sshStream) keepaliveLoop(interval time.Duration, maxMissed int) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	connDone := make(chan struct{})
@@ -601,9 +607,9 @@ func (s *sshStream) keepaliveLoop(interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		if pending.Load() >= keepaliveMaxMissed {
-			err := fmt.Errorf("%w: %s: connection lost: no reply to %d keepalives sent %v apart",
-				ErrConnect, s.display, keepaliveMaxMissed, interval)
+		if pending.Load() >= int32(maxMissed) {
+			err := fmt.Errorf("%w: %s: connection lost: no reply to %d keepalives sent %v apart (ServerAliveInterval, ServerAliveCountMax)",
+				ErrConnect, s.display, maxMissed, interval)
 			s.lost.Store(&err)
 			s.client.Close()
 			return

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kevinburke/ssh_config"
 	"golang.org/x/crypto/ssh"
@@ -37,6 +38,9 @@ type hostConfig struct {
 	identitiesOnly   bool     // IdentitiesOnly yes
 	identityAgent    string   // IdentityAgent
 	proxy            string   // ProxyJump or ProxyCommand, when not "none"
+	// aliveInterval is ServerAliveInterval: 0 unset, negative "0" (off).
+	aliveInterval time.Duration
+	aliveCountMax int // ServerAliveCountMax; 0 unset
 }
 
 // loadHostConfig reads the ssh_config settings for alias from file: "" means
@@ -110,6 +114,27 @@ func loadHostConfig(file, alias string) (hostConfig, error) {
 	hc.identitiesOnly = strings.EqualFold(only, "yes")
 	if hc.identityAgent, err = get("IdentityAgent"); err != nil {
 		return hc, err
+	}
+	for _, key := range []string{"ServerAliveInterval", "ServerAliveCountMax"} {
+		v, err := get(key)
+		if err != nil {
+			return hc, err
+		}
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return hc, fmt.Errorf("ssh config %s: host %s: bad %s %q", file, alias, key, v)
+		}
+		switch {
+		case key == "ServerAliveCountMax":
+			hc.aliveCountMax = n
+		case n == 0:
+			hc.aliveInterval = -1
+		default:
+			hc.aliveInterval = time.Duration(n) * time.Second
+		}
 	}
 	for _, key := range []string{"ProxyJump", "ProxyCommand"} {
 		v, err := get(key)

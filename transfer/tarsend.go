@@ -316,14 +316,27 @@ func (ts *tarSender) marker(path, msg string, incomplete bool) error {
 
 // TarReader returns the archive a RoleTarSender stream carries, decoded
 // from its frames. It is read by one goroutine; io.EOF comes after the
-// archive's end.
-func (c *Conn) TarReader() io.Reader { return readerFunc(c.dec.fr.Read) }
+// archive's end. The client waits on the sender for the whole archive, so
+// the idle timeout (SetIdleTimeout) stays armed from here on.
+func (c *Conn) TarReader() io.Reader {
+	c.pending.Store(1)
+	return readerFunc(func(p []byte) (int, error) {
+		n, err := c.dec.fr.Read(p)
+		if err != nil && err != io.EOF {
+			if terr := c.idle.Err(); terr != nil {
+				err = terr
+			}
+		}
+		return n, err
+	})
+}
 
 // CloseTar ends a RoleTarSender stream: it closes the client's side, reads
 // what is left and closes the stream. With abort (the run failed, the
 // archive may be unread) the stream is torn down first and errors are not
 // reported.
 func (c *Conn) CloseTar(abort bool) error {
+	c.idle.Stop()
 	if abort {
 		c.s.Close()
 	}

@@ -19,7 +19,7 @@ import (
 var configKeys = []string{
 	"method", "jobs", "whole_file", "compress", "block_size", "read_buffer", "write_buffer",
 	"numeric_ids", "chown", "usermap", "groupmap", "chmod", "keep_setid",
-	"rsh", "remote_path", "identity", "known_hosts", "timeout",
+	"rsh", "remote_path", "identity", "known_hosts", "timeout", "contimeout", "verify",
 	"pre_hook", "post_hook", "bwlimit", "progress", "quiet", "verbose", "log_format",
 }
 

@@ -112,7 +112,7 @@ func exitCode(ctx context.Context, err error) int {
 		return exitUsage
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		return exitSignal
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, transfer.ErrTimeout):
 		return exitTimeout
 	case errors.Is(err, transfer.ErrConnect):
 		return exitSSH

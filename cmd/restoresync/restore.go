@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,7 +19,7 @@ type restoreOptions struct {
 	blockSize  byteSize
 	readBuf    byteSize
 	writeBuf   byteSize
-	timeoutSec int
+	faultFlags faultsFlags
 	json       bool
 	archive    bool
 
@@ -115,7 +114,7 @@ func (o *restoreOptions) addFlags(cmd *cobra.Command) {
 	f.StringVarP(&r.SSH.ConfigFile, "config-file", "F", "", "ssh_config file (default ~/.ssh/config; 'none' for no file)")
 	f.StringArrayVarP(&r.SSH.Identities, "identity", "i", nil, "private key file (repeatable)")
 	f.StringArrayVar(&r.SSH.KnownHosts, "known-hosts", nil, "known_hosts file (repeatable; default ~/.ssh/known_hosts)")
-	f.IntVar(&o.timeoutSec, "timeout", 30, "seconds allowed for each SSH connection's dial and handshake")
+	o.addFaultsFlags(f)
 	f.BoolVar(&o.json, "json", false, "print the report as one JSON object instead of the summary line")
 	f.BoolVarP(&o.archive, "archive", "a", true, "accepted for rsync habit: restores are always archive-mode")
 	o.addSelectFlags(f)
@@ -138,7 +137,6 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 	r.Writer.BlockSizeBytes = int64(o.blockSize)
 	r.Writer.WriteBufferBytes = int(o.writeBuf)
 	r.ReadBufferBytes = int(o.readBuf)
-	r.SSH.Timeout = time.Duration(o.timeoutSec) * time.Second
 	if r.Jobs < 1 || r.Jobs > 256 {
 		return &usageError{fmt.Sprintf("--jobs %d: must be 1 to 256", r.Jobs)}
 	}
@@ -148,8 +146,8 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 	if o.readBuf < 4<<10 || o.writeBuf < 4<<10 {
 		return &usageError{"--read-buffer and --write-buffer must be at least 4KiB"}
 	}
-	if o.timeoutSec < 1 {
-		return &usageError{"--timeout must be at least 1 second"}
+	if err := o.applyFaultsFlags(&r); err != nil {
+		return err
 	}
 	if r.SSH.Rsh != "" && (len(r.SSH.Identities) > 0 || len(r.SSH.KnownHosts) > 0 || r.SSH.ConfigFile != "") {
 		return &usageError{"-i, --known-hosts and -F set up the built-in SSH client; with -e, give them to the command (e.g. -e 'ssh -i KEY -o UserKnownHostsFile=FILE')"}
@@ -210,7 +208,7 @@ func (o *restoreOptions) finishRestore(ctx context.Context, cmd *cobra.Command, 
 		}
 	}
 	if err != nil {
-		if c := exitCode(ctx, err); (c == exitProtocol || c == exitSSH) && rep.Bytes+int64(rep.Skipped) > 0 {
+		if c := exitCode(ctx, err); (c == exitProtocol || c == exitSSH || c == exitTimeout) && rep.Bytes+int64(rep.Skipped) > 0 {
 			err = fmt.Errorf("%w\n(files already restored are in place; rerun the same command to complete the restore)", err)
 		}
 		return err
