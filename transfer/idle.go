@@ -17,7 +17,8 @@ var ErrTimeout = errors.New("timeout in data send/receive")
 // idleWatch closes a stream on which no byte has moved for timeout while
 // armed reports that the client waits on the peer (a request is
 // outstanding). It checks four times per timeout, so it fires between
-// timeout and 1.25 timeout after the last byte moved.
+// timeout and 1.5 timeout after the last byte moved or the request was
+// made (later when its goroutine is starved, never earlier).
 type idleWatch struct {
 	timeout  time.Duration
 	moved    func() int64 // bytes moved so far, both directions
@@ -39,15 +40,19 @@ func startIdleWatch(timeout time.Duration, moved func() int64, armed func() bool
 func (w *idleWatch) run() {
 	tick := time.NewTicker(max(w.timeout/4, time.Millisecond))
 	defer tick.Stop()
-	last, lastN := time.Now(), w.moved()
+	// The clock starts when a tick first sees the watch armed, or sees bytes
+	// moved, and uses time.Now rather than the tick's time: a tick read late
+	// (a starved goroutine) must never make the timeout fire early.
+	last, lastN, wasArmed := time.Now(), w.moved(), false
 	for {
 		select {
 		case <-w.stop:
 			return
-		case now := <-tick.C:
-			n := w.moved()
-			if n != lastN || !w.armed() {
-				last, lastN = now, n
+		case <-tick.C:
+			now := time.Now()
+			n, armed := w.moved(), w.armed()
+			if n != lastN || !armed || !wasArmed {
+				last, lastN, wasArmed = now, n, armed
 				continue
 			}
 			if idle := now.Sub(last); idle >= w.timeout {
