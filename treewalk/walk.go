@@ -183,6 +183,14 @@ func (w *walker) add(p string, st *unix.Stat_t, dirfd int) error {
 	default: // sockets and anything unknown
 		return nil
 	}
+	e.Sparse = e.Kind == KindFile && st.Blocks*512 < st.Size
+	p2 := FdPath(w.rootFd, "")
+	if dirfd >= 0 {
+		p2 = FdPath(dirfd, path.Base(p))
+	}
+	if err := w.readMeta(&e, p2); err != nil {
+		return err
+	}
 	w.list.Entries = append(w.list.Entries, e)
 	return nil
 }
