@@ -108,7 +108,9 @@ func (w *Writer) fixPlaced(cur *dirCursor, e *treewalk.Entry) error {
 		return fmt.Errorf("rsync left %d bytes, the source has %d (did the source change during the restore?)", st.Size, e.Size)
 	}
 	if st.Mtim.Nano() == e.MtimeNs && w.hasMeta(&st, e) {
-		return nil
+		if ok, err := w.xattrsMatch(fdTarget(fd), e); err != nil || ok {
+			return err
+		}
 	}
 	return w.applyMeta(fd, e)
 }

@@ -52,6 +52,17 @@ type WriterOptions struct {
 	// of needed files, so that they can be sent as deltas (the raw method
 	// over a network sets it). Off: every needed file is sent whole.
 	Delta bool `json:"delta,omitempty"`
+
+	// Extended metadata (rsync's -X, -A, -S; all on by default here).
+
+	// NoXattrs (--no-xattrs) leaves extended attributes alone: the
+	// source's are not set, and those DST has are kept.
+	NoXattrs bool `json:"no_xattrs,omitempty"`
+	// NoACLs (--no-acls) likewise for POSIX ACLs.
+	NoACLs bool `json:"no_acls,omitempty"`
+	// NoSparse (--no-sparse) writes the zeros of sparse files instead of
+	// leaving holes.
+	NoSparse bool `json:"no_sparse,omitempty"`
 }
 
 func (o *WriterOptions) applyDefaults() {
@@ -137,8 +148,9 @@ func (w *Writer) parent(rel string) (int, string, error) {
 	return fd, base, nil
 }
 
-// applyMeta sets owner, mode and mtime on the open descriptor fd, in that
-// order (chown clears setuid bits, so chmod comes after it).
+// applyMeta sets owner, ACLs, mode, xattrs and mtime on the open
+// descriptor fd, in that order (chown clears setuid bits and file
+// capabilities, so chmod and xattrs come after it; see xattr_linux.go).
 func (w *Writer) applyMeta(fd int, e *treewalk.Entry) error {
 	uid, gid, mode := w.policy.Resolve(e)
 	if w.chown {
@@ -146,8 +158,26 @@ func (w *Writer) applyMeta(fd int, e *treewalk.Entry) error {
 			return fmt.Errorf("chown %d:%d: %w", uid, gid, err)
 		}
 	}
+	t := fdTarget(fd)
+	var cur []string
+	if !w.opts.NoXattrs || !w.opts.NoACLs {
+		var err error
+		if cur, err = t.names(); err != nil {
+			return err
+		}
+	}
+	if len(cur) > 0 || w.hasXattrs(e) {
+		if err := w.syncXattrs(t, cur, partACL, e); err != nil {
+			return err
+		}
+	}
 	if err := unix.Fchmod(fd, mode); err != nil {
 		return fmt.Errorf("chmod %04o: %w", mode, err)
+	}
+	if len(cur) > 0 || w.hasXattrs(e) {
+		if err := w.syncXattrs(t, cur, partXattrs, e); err != nil {
+			return err
+		}
 	}
 	if err := futimens(fd, e.MtimeNs); err != nil {
 		return fmt.Errorf("set mtime: %w", err)
