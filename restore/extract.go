@@ -231,7 +231,7 @@ func entryOf(hdr *tar.Header, p string) (treewalk.Entry, error) {
 	if p == "." && e.Kind != treewalk.KindDir {
 		return e, fmt.Errorf("a %s cannot replace the destination directory", e.Kind)
 	}
-	return e, nil
+	return e, tarMeta(hdr, &e)
 }
 
 // entry handles one header; data is the archive's reader, positioned at

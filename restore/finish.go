@@ -84,9 +84,19 @@ func (w *Writer) placeNode(dirfd int, tmp, base string, e *treewalk.Entry, uid, 
 				return fmt.Errorf("chown %d:%d: %w", uid, gid, err)
 			}
 		}
+		// A new node may inherit its directory's default ACL: listed, so
+		// that it is removed if the source has none.
 		t := pathTarget(dirfd, tmp)
-		if w.hasXattrs(e) {
-			if err := w.syncXattrs(t, nil, partACL, e); err != nil {
+		var cur []string
+		if !w.opts.NoXattrs || !w.opts.NoACLs {
+			var err error
+			if cur, err = t.names(); err != nil {
+				return err
+			}
+		}
+		sync := len(cur) > 0 || w.hasXattrs(e)
+		if sync {
+			if err := w.syncXattrs(t, cur, partACL, e); err != nil {
 				return err
 			}
 		}
@@ -95,8 +105,8 @@ func (w *Writer) placeNode(dirfd int, tmp, base string, e *treewalk.Entry, uid, 
 				return fmt.Errorf("chmod %s: %w", octal(mode), err)
 			}
 		}
-		if w.hasXattrs(e) {
-			if err := w.syncXattrs(t, nil, partXattrs, e); err != nil {
+		if sync {
+			if err := w.syncXattrs(t, cur, partXattrs, e); err != nil {
 				return err
 			}
 		}

@@ -268,7 +268,11 @@ func (w *Writer) copyData(f *os.File, it *transfer.Item, r io.Reader) error {
 	bw := w.bufs.Get().(*bufio.Writer)
 	defer w.bufs.Put(bw)
 	var dst io.Writer = f
-	if it.Split {
+	sparse := it.Entry.Sparse && !w.opts.NoSparse
+	switch {
+	case sparse:
+		dst = &sparseWriter{f: f, off: it.Offset}
+	case it.Split:
 		dst = io.NewOffsetWriter(f, it.Offset)
 	}
 	bw.Reset(dst)
@@ -282,6 +286,11 @@ func (w *Writer) copyData(f *os.File, it *transfer.Item, r io.Reader) error {
 	}
 	if n != it.Length {
 		return fmt.Errorf("%w: got %d bytes, expected %d", transfer.ErrSizeMismatch, n, it.Length)
+	}
+	if sparse && !it.Split {
+		if err := f.Truncate(it.Entry.Size); err != nil { // a trailing hole
+			return fmt.Errorf("set size: %w", err)
+		}
 	}
 	return nil
 }

@@ -136,24 +136,31 @@ func (w *Writer) managed(part xattrPart, name string) bool {
 }
 
 // wantXattrs returns the attributes of part that e must end up with.
-func (w *Writer) wantXattrs(part xattrPart, e *treewalk.Entry) []treewalk.Xattr {
+func (w *Writer) wantXattrs(part xattrPart, e *treewalk.Entry) ([]treewalk.Xattr, error) {
 	if part == partXattrs {
 		if w.opts.NoXattrs {
-			return nil
+			return nil, nil
 		}
-		return e.Xattrs
+		return e.Xattrs, nil
 	}
 	if w.opts.NoACLs || e.Kind == treewalk.KindSymlink {
-		return nil
+		return nil, nil
 	}
 	var out []treewalk.Xattr
-	if len(e.ACL) > 0 {
-		out = append(out, treewalk.Xattr{Name: treewalk.XattrACLAccess, Value: treewalk.EncodeACL(w.policy.mapACL(e.ACL))})
+	for _, a := range []struct {
+		name string
+		acl  []treewalk.ACLEntry
+	}{{treewalk.XattrACLAccess, e.ACL}, {treewalk.XattrACLDefault, e.DefaultACL}} {
+		if len(a.acl) == 0 || a.name == treewalk.XattrACLDefault && e.Kind != treewalk.KindDir {
+			continue
+		}
+		acl, err := w.policy.mapACL(a.acl)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, treewalk.Xattr{Name: a.name, Value: treewalk.EncodeACL(acl)})
 	}
-	if len(e.DefaultACL) > 0 && e.Kind == treewalk.KindDir {
-		out = append(out, treewalk.Xattr{Name: treewalk.XattrACLDefault, Value: treewalk.EncodeACL(w.policy.mapACL(e.DefaultACL))})
-	}
-	return out
+	return out, nil
 }
 
 // hasXattrs reports whether e carries anything the writer applies as
@@ -166,7 +173,10 @@ func (w *Writer) hasXattrs(e *treewalk.Entry) bool {
 // missing or different ones and removes the managed ones e does not have.
 // cur is the target's list of names (xattrTarget.names).
 func (w *Writer) syncXattrs(t xattrTarget, cur []string, part xattrPart, e *treewalk.Entry) error {
-	want := w.wantXattrs(part, e)
+	want, err := w.wantXattrs(part, e)
+	if err != nil {
+		return err
+	}
 	for _, n := range cur {
 		if !w.managed(part, n) || hasXattr(want, n) {
 			continue
@@ -202,7 +212,10 @@ func (w *Writer) xattrsMatch(t xattrTarget, e *treewalk.Entry) (bool, error) {
 		return false, err
 	}
 	for _, part := range []xattrPart{partACL, partXattrs} {
-		want := w.wantXattrs(part, e)
+		want, err := w.wantXattrs(part, e)
+		if err != nil {
+			return false, err
+		}
 		n := 0
 		for _, name := range cur {
 			if w.managed(part, name) {
@@ -244,17 +257,30 @@ func hasName(names []string, name string) bool {
 // owners without map rules (see Resolve): the local id of the sender's
 // name, or the sender's id with NumericIDs or when the name is unknown
 // here. --chown, --usermap and --groupmap do not apply: mapping every named
-// entry to one account would merge entries, which the kernel refuses.
-func (p *OwnerPolicy) mapACL(acl []treewalk.ACLEntry) []treewalk.ACLEntry {
+// entry to one account would merge entries, which the kernel refuses. An
+// entry with a name and no id (from a tar archive's ACL text) whose name
+// is unknown here is an error.
+func (p *OwnerPolicy) mapACL(acl []treewalk.ACLEntry) ([]treewalk.ACLEntry, error) {
 	out := make([]treewalk.ACLEntry, len(acl))
 	for i, a := range acl {
 		out[i] = a
+		lookup, what := p.ids.LookupUser, "user"
 		switch a.Tag {
 		case treewalk.ACLUser:
-			out[i].ID = uint32(p.unmapped(a.ID, a.Name, p.ids.LookupUser))
 		case treewalk.ACLGroup:
-			out[i].ID = uint32(p.unmapped(a.ID, a.Name, p.ids.LookupGroup))
+			lookup, what = p.ids.LookupGroup, "group"
+		default:
+			continue
 		}
+		if a.ID == treewalk.ACLUndefinedID {
+			id, ok := lookup(a.Name)
+			if !ok {
+				return nil, fmt.Errorf("ACL names %s %q, which does not exist here", what, a.Name)
+			}
+			out[i].ID = uint32(id)
+			continue
+		}
+		out[i].ID = uint32(p.unmapped(a.ID, a.Name, lookup))
 	}
-	return out
+	return out, nil
 }
