@@ -238,7 +238,7 @@ const (
 	entryMoreSparse                     // the file has holes
 	entryMoreSameACL                    // access ACL as the previous entry's (not empty)
 	entryMoreSameDefaultACL             // default ACL as the previous entry's (not empty)
-	entryMoreMask                       = 1<<iota - 1
+	entryMoreMask           = 1<<iota - 1
 )
 
 // Bounds on an entry's extended metadata, so that a hostile list cannot make
