@@ -310,7 +310,7 @@ func (x *extractor) check(e *treewalk.Entry) error {
 			return fmt.Errorf("hardlink to itself")
 		}
 	}
-	if (e.Kind == treewalk.KindCharDev || e.Kind == treewalk.KindBlkDev) && !x.w.chown {
+	if (e.Kind == treewalk.KindCharDev || e.Kind == treewalk.KindBlkDev) && !x.w.chown && !x.w.opts.NoDevices {
 		return fmt.Errorf("%s: device files can only be created by root", e.Kind)
 	}
 	return nil

@@ -11,7 +11,7 @@ import (
 )
 
 // Finish implements transfer.Sink. First, in list order, it creates
-// symlinks, special files and hardlinks (each under a temporary name, with
+// symlinks, special files (unless NoSpecials, NoDevices) and hardlinks (each under a temporary name, with
 // its metadata, then renamed over whatever is there); then, deepest first,
 // it removes stale temporary files from each directory and sets the
 // directory's owner, mode and mtime, so that writing the children cannot
@@ -32,6 +32,8 @@ func (w *Writer) Finish(ctx context.Context, entries []treewalk.Entry) ([]*treew
 		switch {
 		case e.Kind == treewalk.KindSymlink:
 			err = w.symlink(cur, e)
+		case e.Kind == treewalk.KindFifo && w.opts.NoSpecials,
+			(e.Kind == treewalk.KindCharDev || e.Kind == treewalk.KindBlkDev) && w.opts.NoDevices:
 		case e.Kind == treewalk.KindFifo || e.Kind == treewalk.KindCharDev || e.Kind == treewalk.KindBlkDev:
 			err = w.special(cur, e)
 		case e.IsHardlink():

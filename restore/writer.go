@@ -63,6 +63,11 @@ type WriterOptions struct {
 	// NoSparse (--no-sparse) writes the zeros of sparse files instead of
 	// leaving holes.
 	NoSparse bool `json:"no_sparse,omitempty"`
+	// NoSpecials (--no-specials) and NoDevices (--no-devices) leave fifos,
+	// and character and block devices, out: Finish does not create them,
+	// and whatever DST holds there is left alone.
+	NoSpecials bool `json:"no_specials,omitempty"`
+	NoDevices  bool `json:"no_devices,omitempty"`
 }
 
 func (o *WriterOptions) applyDefaults() {

@@ -90,6 +90,7 @@ func (o *restoreOptions) addFlags(cmd *cobra.Command) {
 	f.IntVar(&o.timeoutSec, "timeout", 30, "seconds allowed for each SSH connection's dial and handshake")
 	f.BoolVar(&o.json, "json", false, "print the report as one JSON object instead of the summary line")
 	f.BoolVarP(&o.archive, "archive", "a", true, "accepted for rsync habit: restores are always archive-mode")
+	o.addMetaFlags(f)
 }
 
 func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args []string) error {
