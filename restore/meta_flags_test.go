@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -163,3 +164,44 @@ func TestRestoreTypeChangesAllMethods(t *testing.T) {
 		})
 	}
 }
+
+// A directory with 100,000 entries (empty files, on tmpfs when there is
+// one): listed, planned, written and finished like any other.
+func TestRestoreHugeDirectory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	base := t.TempDir()
+	if d, err := os.MkdirTemp("/dev/shm", "restoresync-test-"); err == nil {
+		base = d
+		t.Cleanup(func() { os.RemoveAll(d) })
+	}
+	src := filepath.Join(base, "src")
+	dir := filepath.Join(src, "sessions")
+	must(t, os.MkdirAll(dir, 0o755))
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	must(t, err)
+	for i := range hugeDirEntries {
+		f, err := unix.Openat(fd, "sess_"+strings.Repeat("0", 6-len(itoa(i)))+itoa(i), unix.O_WRONLY|unix.O_CREAT, 0o600)
+		must(t, err)
+		unix.Close(f)
+	}
+	unix.Close(fd)
+	dst := filepath.Join(base, "dst")
+	rep := run(t, options("local", src, dst))
+	if rep.Files != hugeDirEntries {
+		t.Errorf("report: %d files written, want %d", rep.Files, hugeDirEntries)
+	}
+	diffs, err := treewalk.Compare(context.Background(), src, dst, treewalk.CompareOptions{MaxDiffs: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range diffs {
+		t.Errorf("difference: %s", d)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// hugeDirEntries is the size of TestRestoreHugeDirectory's directory.
+var hugeDirEntries = 100_000

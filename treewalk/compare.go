@@ -486,11 +486,11 @@ func (c *comparer) sparse(rel string, sa, sb *unix.Stat_t) {
 func (c *comparer) xattrs(dirs [2]*os.File, name, rel string) error {
 	var m [2]map[string]string
 	for s := range dirs {
-		p := FdPath(int(dirs[s].Fd()), name)
+		n := name
 		if rel == "." {
-			p = FdPath(int(dirs[s].Fd()), "")
+			n = ""
 		}
-		attrs, err := ListXattrs(p)
+		attrs, err := ListXattrsAt(int(dirs[s].Fd()), n)
 		if err != nil {
 			return c.fail(s, rel, err)
 		}

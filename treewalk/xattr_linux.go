@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"runtime"
 	"strings"
+	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,13 +45,16 @@ func FdPath(dirfd int, name string) string {
 	return "/proc/self/fd/" + strconv.Itoa(dirfd) + "/" + name
 }
 
-// ListXattrs returns every extended attribute of the entry at p (not
-// following a symlink there), sorted by name, with their values; none
-// where the file system has no xattr support (ENOTSUP). Attributes that
-// vanish between the list and the read are left out. Errors are the system
+// ListXattrsAt returns every extended attribute of name in the directory
+// open at dirfd (of that directory itself when name is ""), not following
+// a symlink there, sorted by name, with their values; none where the file
+// system has no xattr support (ENOTSUP). Attributes that vanish between
+// the list and the read are left out. It uses listxattrat and getxattrat
+// (Linux 6.13), else the l*xattr calls on FdPath. Errors are the system
 // call's. Safe for concurrent use.
-func ListXattrs(p string) ([]Xattr, error) {
-	names, err := listXattrNames(p)
+func ListXattrsAt(dirfd int, name string) ([]Xattr, error) {
+	a := xattrAt{dirfd: dirfd, name: name}
+	names, err := a.names()
 	if err != nil || len(names) == 0 {
 		return nil, err
 	}
@@ -56,13 +62,10 @@ func ListXattrs(p string) ([]Xattr, error) {
 	buf := make([]byte, 4<<10)
 	for _, n := range names {
 		for {
-			sz, err := unix.Lgetxattr(p, n, buf)
-			if err == unix.ERANGE {
-				sz, err = unix.Lgetxattr(p, n, nil)
-				if err == nil {
-					buf = make([]byte, max(sz, len(buf)*2))
-					continue
-				}
+			sz, err := a.get(n, buf)
+			if err == unix.ERANGE && len(buf) < XattrValueMax {
+				buf = make([]byte, XattrValueMax)
+				continue
 			}
 			if err == unix.ENODATA {
 				break
@@ -77,11 +80,86 @@ func ListXattrs(p string) ([]Xattr, error) {
 	return out, nil
 }
 
-// listXattrNames lists the xattr names of p, sorted.
-func listXattrNames(p string) ([]string, error) {
+// xattrAt reaches the xattrs of name in dirfd.
+type xattrAt struct {
+	dirfd int
+	name  string
+}
+
+// xattrAtMissing is set once on kernels without listxattrat (before 6.13).
+var xattrAtMissing atomic.Bool
+
+func (a xattrAt) flags() (string, uintptr) {
+	if a.name == "" {
+		return "", unix.AT_SYMLINK_NOFOLLOW | unix.AT_EMPTY_PATH
+	}
+	return a.name, unix.AT_SYMLINK_NOFOLLOW
+}
+
+func (a xattrAt) list(buf []byte) (int, error) {
+	if !xattrAtMissing.Load() {
+		name, flags := a.flags()
+		p, err := unix.BytePtrFromString(name)
+		if err != nil {
+			return 0, err
+		}
+		var bp unsafe.Pointer
+		if len(buf) > 0 {
+			bp = unsafe.Pointer(&buf[0])
+		}
+		r, _, e := unix.Syscall6(unix.SYS_LISTXATTRAT, uintptr(a.dirfd), uintptr(unsafe.Pointer(p)), flags, uintptr(bp), uintptr(len(buf)), 0)
+		if e != unix.ENOSYS {
+			if e != 0 {
+				return 0, e
+			}
+			return int(r), nil
+		}
+		xattrAtMissing.Store(true)
+	}
+	return unix.Llistxattr(FdPath(a.dirfd, a.name), buf)
+}
+
+// xattrArgs is struct xattr_args of getxattrat(2).
+type xattrArgs struct {
+	value uint64
+	size  uint32
+	flags uint32
+}
+
+func (a xattrAt) get(attr string, buf []byte) (int, error) {
+	if !xattrAtMissing.Load() {
+		name, flags := a.flags()
+		p, err := unix.BytePtrFromString(name)
+		if err != nil {
+			return 0, err
+		}
+		ap, err := unix.BytePtrFromString(attr)
+		if err != nil {
+			return 0, err
+		}
+		args := xattrArgs{size: uint32(len(buf))}
+		if len(buf) > 0 {
+			args.value = uint64(uintptr(unsafe.Pointer(&buf[0])))
+		}
+		r, _, e := unix.Syscall6(unix.SYS_GETXATTRAT, uintptr(a.dirfd), uintptr(unsafe.Pointer(p)), flags,
+			uintptr(unsafe.Pointer(ap)), uintptr(unsafe.Pointer(&args)), unsafe.Sizeof(args))
+		runtime.KeepAlive(buf)
+		if e != unix.ENOSYS {
+			if e != 0 {
+				return 0, e
+			}
+			return int(r), nil
+		}
+		xattrAtMissing.Store(true)
+	}
+	return unix.Lgetxattr(FdPath(a.dirfd, a.name), attr, buf)
+}
+
+// names lists the xattr names, sorted.
+func (a xattrAt) names() ([]string, error) {
 	buf := make([]byte, 1<<10)
 	for {
-		n, err := unix.Llistxattr(p, buf)
+		n, err := a.list(buf)
 		switch {
 		case err == unix.ERANGE && len(buf) < xattrListMax:
 			buf = make([]byte, xattrListMax)
@@ -171,8 +249,8 @@ func EncodeACL(acl []ACLEntry) []byte {
 // readMeta fills e's Xattrs, ACL and DefaultACL from the entry at p.
 // Attributes of the "system." namespace other than the ACLs are left out
 // (they are not data: NFSv4 ACLs, file system internals).
-func (w *walker) readMeta(e *Entry, p string) error {
-	attrs, err := ListXattrs(p)
+func (w *walker) readMeta(e *Entry, dirfd int, name string) error {
+	attrs, err := ListXattrsAt(dirfd, name)
 	if err != nil {
 		return err
 	}
