@@ -77,14 +77,14 @@ func TestEntryMetaRejects(t *testing.T) {
 		}
 	}
 	for name, fn := range map[string]func(e *encoder){
-		"system xattr":    xattrs("system.posix_acl_access"),
-		"no namespace":    xattrs("mime_type"),
-		"empty name":      xattrs("user."),
-		"NUL":             xattrs("user.a\x00b"),
-		"long name":       xattrs("user." + strings.Repeat("n", 300)),
-		"unsorted":        xattrs("user.b", "user.a"),
-		"repeated":        xattrs("user.a", "user.a"),
-		"none":            xattrs(),
+		"system xattr": xattrs("system.posix_acl_access"),
+		"no namespace": xattrs("mime_type"),
+		"empty name":   xattrs("user."),
+		"NUL":          xattrs("user.a\x00b"),
+		"long name":    xattrs("user." + strings.Repeat("n", 300)),
+		"unsorted":     xattrs("user.b", "user.a"),
+		"repeated":     xattrs("user.a", "user.a"),
+		"none":         xattrs(),
 		"huge value": func(e *encoder) {
 			base(e, treewalk.KindFile, entryMoreXattrs)
 			e.uvarint(1)
