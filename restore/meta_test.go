@@ -244,3 +244,17 @@ func TestRestoreLongPaths(t *testing.T) {
 		})
 	}
 }
+
+// An archive made by the real GNU tar with --xattrs --acls --sparse (what
+// agent-less --method tar asks the remote's tar for) restores exactly:
+// SCHILY.xattr.*, SCHILY.acl.* and GNU's sparse pax records are read.
+func TestTarGNUArchiveMetadata(t *testing.T) {
+	requireTool(t, "tar")
+	src := filepath.Join(t.TempDir(), "alice")
+	buildMetaTree(t, src, true)
+	archive := filepath.Join(t.TempDir(), "alice.tar")
+	sh(t, "tar", "--format=posix", "--xattrs", "--xattrs-include=*", "--acls", "--sparse", "-C", src, "-cf", archive, ".")
+	dst := filepath.Join(t.TempDir(), "alice")
+	run(t, restore.Options{Src: archive, Dst: dst})
+	assertExact(t, src, dst)
+}
