@@ -34,28 +34,29 @@ import (
 // xattrTarget is where an entry's xattrs are read and written: an open
 // descriptor, or a path for the l*xattr calls.
 type xattrTarget struct {
-	fd   int    // >= 0: the f*xattr calls
-	path string // else: the l*xattr calls
+	fd   int              // >= 0: the f*xattr calls
+	at   treewalk.XattrAt // else: reads through it
+	path string           // and writes with the l*xattr calls
 }
 
 func fdTarget(fd int) xattrTarget { return xattrTarget{fd: fd} }
 
 func pathTarget(dirfd int, name string) xattrTarget {
-	return xattrTarget{fd: -1, path: treewalk.FdPath(dirfd, name)}
+	return xattrTarget{fd: -1, at: treewalk.XattrAt{Dirfd: dirfd, Name: name}, path: treewalk.FdPath(dirfd, name)}
 }
 
 func (t xattrTarget) list(buf []byte) (int, error) {
 	if t.fd >= 0 {
 		return unix.Flistxattr(t.fd, buf)
 	}
-	return unix.Llistxattr(t.path, buf)
+	return t.at.List(buf)
 }
 
 func (t xattrTarget) get(name string, buf []byte) (int, error) {
 	if t.fd >= 0 {
 		return unix.Fgetxattr(t.fd, name, buf)
 	}
-	return unix.Lgetxattr(t.path, name, buf)
+	return t.at.Get(name, buf)
 }
 
 func (t xattrTarget) set(name string, value []byte) error {

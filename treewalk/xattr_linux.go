@@ -53,7 +53,7 @@ func FdPath(dirfd int, name string) string {
 // (Linux 6.13), else the l*xattr calls on FdPath. Errors are the system
 // call's. Safe for concurrent use.
 func ListXattrsAt(dirfd int, name string) ([]Xattr, error) {
-	a := xattrAt{dirfd: dirfd, name: name}
+	a := XattrAt{Dirfd: dirfd, Name: name}
 	names, err := a.names()
 	if err != nil || len(names) == 0 {
 		return nil, err
@@ -62,7 +62,7 @@ func ListXattrsAt(dirfd int, name string) ([]Xattr, error) {
 	buf := make([]byte, 4<<10)
 	for _, n := range names {
 		for {
-			sz, err := a.get(n, buf)
+			sz, err := a.Get(n, buf)
 			if err == unix.ERANGE && len(buf) < XattrValueMax {
 				buf = make([]byte, XattrValueMax)
 				continue
@@ -80,23 +80,28 @@ func ListXattrsAt(dirfd int, name string) ([]Xattr, error) {
 	return out, nil
 }
 
-// xattrAt reaches the xattrs of name in dirfd.
-type xattrAt struct {
-	dirfd int
-	name  string
+// XattrAt reaches the extended attributes of Name in the directory open
+// at Dirfd (of that directory itself when Name is ""), never following a
+// symlink at Name: listxattrat and getxattrat (Linux 6.13), else the
+// l*xattr calls on FdPath. Its methods are safe for concurrent use.
+type XattrAt struct {
+	Dirfd int
+	Name  string
 }
 
 // xattrAtMissing is set once on kernels without listxattrat (before 6.13).
 var xattrAtMissing atomic.Bool
 
-func (a xattrAt) flags() (string, uintptr) {
-	if a.name == "" {
+func (a XattrAt) flags() (string, uintptr) {
+	if a.Name == "" {
 		return "", unix.AT_SYMLINK_NOFOLLOW | unix.AT_EMPTY_PATH
 	}
-	return a.name, unix.AT_SYMLINK_NOFOLLOW
+	return a.Name, unix.AT_SYMLINK_NOFOLLOW
 }
 
-func (a xattrAt) list(buf []byte) (int, error) {
+// List is listxattr(2): the NUL-separated names into buf, or the size
+// needed when buf is empty.
+func (a XattrAt) List(buf []byte) (int, error) {
 	if !xattrAtMissing.Load() {
 		name, flags := a.flags()
 		p, err := unix.BytePtrFromString(name)
@@ -107,7 +112,7 @@ func (a xattrAt) list(buf []byte) (int, error) {
 		if len(buf) > 0 {
 			bp = unsafe.Pointer(&buf[0])
 		}
-		r, _, e := unix.Syscall6(unix.SYS_LISTXATTRAT, uintptr(a.dirfd), uintptr(unsafe.Pointer(p)), flags, uintptr(bp), uintptr(len(buf)), 0)
+		r, _, e := unix.Syscall6(unix.SYS_LISTXATTRAT, uintptr(a.Dirfd), uintptr(unsafe.Pointer(p)), flags, uintptr(bp), uintptr(len(buf)), 0)
 		if e != unix.ENOSYS {
 			if e != 0 {
 				return 0, e
@@ -116,7 +121,7 @@ func (a xattrAt) list(buf []byte) (int, error) {
 		}
 		xattrAtMissing.Store(true)
 	}
-	return unix.Llistxattr(FdPath(a.dirfd, a.name), buf)
+	return unix.Llistxattr(FdPath(a.Dirfd, a.Name), buf)
 }
 
 // xattrArgs is struct xattr_args of getxattrat(2).
@@ -126,7 +131,9 @@ type xattrArgs struct {
 	flags uint32
 }
 
-func (a xattrAt) get(attr string, buf []byte) (int, error) {
+// Get is getxattr(2): the value of attr into buf, or the size needed when
+// buf is empty.
+func (a XattrAt) Get(attr string, buf []byte) (int, error) {
 	if !xattrAtMissing.Load() {
 		name, flags := a.flags()
 		p, err := unix.BytePtrFromString(name)
@@ -141,7 +148,7 @@ func (a xattrAt) get(attr string, buf []byte) (int, error) {
 		if len(buf) > 0 {
 			args.value = uint64(uintptr(unsafe.Pointer(&buf[0])))
 		}
-		r, _, e := unix.Syscall6(unix.SYS_GETXATTRAT, uintptr(a.dirfd), uintptr(unsafe.Pointer(p)), flags,
+		r, _, e := unix.Syscall6(unix.SYS_GETXATTRAT, uintptr(a.Dirfd), uintptr(unsafe.Pointer(p)), flags,
 			uintptr(unsafe.Pointer(ap)), uintptr(unsafe.Pointer(&args)), unsafe.Sizeof(args))
 		runtime.KeepAlive(buf)
 		if e != unix.ENOSYS {
@@ -152,14 +159,14 @@ func (a xattrAt) get(attr string, buf []byte) (int, error) {
 		}
 		xattrAtMissing.Store(true)
 	}
-	return unix.Lgetxattr(FdPath(a.dirfd, a.name), attr, buf)
+	return unix.Lgetxattr(FdPath(a.Dirfd, a.Name), attr, buf)
 }
 
 // names lists the xattr names, sorted.
-func (a xattrAt) names() ([]string, error) {
+func (a XattrAt) names() ([]string, error) {
 	buf := make([]byte, 1<<10)
 	for {
-		n, err := a.list(buf)
+		n, err := a.List(buf)
 		switch {
 		case err == unix.ERANGE && len(buf) < xattrListMax:
 			buf = make([]byte, xattrListMax)
