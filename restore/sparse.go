@@ -25,11 +25,14 @@ const sparseBlock = 4 << 10
 var zeroBlock [sparseBlock]byte
 
 // sparseWriter writes at increasing offsets of f, skipping zero blocks.
-// Every byte of f it skips must already read as zero (a fresh or
-// truncated file). Not safe for concurrent use.
+// Without punch, every byte of f it skips must already read as zero (a
+// fresh or truncated file); with punch (a block of a split file, which an
+// earlier attempt, a failed delta, may have written), it punches a hole
+// there instead. Not safe for concurrent use.
 type sparseWriter struct {
-	f   *os.File
-	off int64
+	f     *os.File
+	off   int64
+	punch bool
 }
 
 // Write implements io.Writer; it never writes a zero block aligned on
@@ -39,6 +42,19 @@ func (s *sparseWriter) Write(p []byte) (int, error) {
 	for len(p) > 0 {
 		k := min(sparseBlock-int(s.off%sparseBlock), len(p))
 		if bytes.Equal(p[:k], zeroBlock[:k]) {
+			for k < len(p) { // the whole zero run, punched at once
+				j := min(sparseBlock, len(p)-k)
+				if !bytes.Equal(p[k:k+j], zeroBlock[:j]) {
+					break
+				}
+				k += j
+			}
+			if s.punch {
+				err := unix.Fallocate(int(s.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, s.off, int64(k))
+				if err != nil {
+					return n - len(p), fmt.Errorf("punch a hole: %w", err)
+				}
+			}
 			s.off += int64(k)
 			p = p[k:]
 			continue

@@ -276,7 +276,7 @@ func (w *Writer) copyData(f *os.File, it *transfer.Item, r io.Reader) error {
 	sparse := it.Entry.Sparse && !w.opts.NoSparse
 	switch {
 	case sparse:
-		dst = &sparseWriter{f: f, off: it.Offset}
+		dst = &sparseWriter{f: f, off: it.Offset, punch: it.Split}
 	case it.Split:
 		dst = io.NewOffsetWriter(f, it.Offset)
 	}
