@@ -28,7 +28,8 @@ import (
 //
 // What DST has that the source has not is removed, within the namespaces
 // the restore carries (user., trusted., security. except security.selinux,
-// which the destination's policy owns; and the ACLs): a new file inherits
+// which the destination's policy owns; and the ACLs; not running as root,
+// only user. and the ACLs, as rsync does): a new file inherits
 // its directory's default ACL, which an exact restore must not keep.
 
 // xattrTarget is where an entry's xattrs are read and written: an open
@@ -133,6 +134,9 @@ func (w *Writer) managed(part xattrPart, name string) bool {
 	if w.opts.NoXattrs || name == "security.selinux" {
 		return false
 	}
+	if !w.chown { // not root: like rsync, only the user namespace
+		return strings.HasPrefix(name, "user.")
+	}
 	return strings.HasPrefix(name, "user.") || strings.HasPrefix(name, "trusted.") || strings.HasPrefix(name, "security.")
 }
 
@@ -142,7 +146,16 @@ func (w *Writer) wantXattrs(part xattrPart, e *treewalk.Entry) ([]treewalk.Xattr
 		if w.opts.NoXattrs {
 			return nil, nil
 		}
-		return e.Xattrs, nil
+		if w.chown {
+			return e.Xattrs, nil
+		}
+		var out []treewalk.Xattr // not root: trusted. and security. cannot be set
+		for _, x := range e.Xattrs {
+			if w.managed(partXattrs, x.Name) {
+				out = append(out, x)
+			}
+		}
+		return out, nil
 	}
 	if w.opts.NoACLs || e.Kind == treewalk.KindSymlink {
 		return nil, nil
