@@ -14,7 +14,8 @@ import (
 
 // An exact restore over a real sshd: xattrs (user, trusted, security, a
 // file capability, on a symlink), access and default ACLs, a sparse file
-// and a device node, pulled with the defaults (raw), then pushed back with
+// and a device node, pulled with the defaults (raw; rsync's -aHAXSD are
+// accepted as the defaults they are), then pushed back with
 // --no-xattrs --no-acls --no-sparse, which leave them out. Checked by
 // 'bench compare' and by the real rsync -AX.
 func TestE2EExactMetadata(t *testing.T) {
@@ -61,7 +62,7 @@ func TestE2EExactMetadata(t *testing.T) {
 	}
 	srv := testsshd.Start(t)
 	dst := filepath.Join(t.TempDir(), "alice")
-	mustRun(t, append(append([]string{"restore"}, sshdArgs(srv)...), sshdURL(srv, src), dst)...)
+	mustRun(t, append(append([]string{"restore", "-aHAXSD"}, sshdArgs(srv)...), sshdURL(srv, src), dst)...) // rsync's habit, accepted
 	assertSameTree(t, src, dst)
 	rsyncItemize(t, []string{"-aHAXni", "--checksum", "--devices", "--delete"}, src, dst)
 	var st unix.Stat_t
