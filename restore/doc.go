@@ -14,7 +14,11 @@
 //     descriptor, then it is renamed into place;
 //   - directory modes and mtimes are set after their contents, deepest
 //     first; symlinks, hardlinks, empty files and empty directories are
-//     recreated as such.
+//     recreated as such;
+//   - extended attributes and POSIX ACLs are set with the rest of the
+//     metadata (owner, ACLs, mode, xattrs, mtime: see xattr_linux.go), and
+//     files that had holes get holes where their blocks are zero
+//     (sparse.go), unless WriterOptions say otherwise.
 //
 // Delta (the raw method over a network): for a needed file that DST holds
 // as a regular file, Plan takes the signature of that copy (the basis); the

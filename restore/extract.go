@@ -232,7 +232,7 @@ func entryOf(hdr *tar.Header, p string) (treewalk.Entry, error) {
 	if p == "." && e.Kind != treewalk.KindDir {
 		return e, fmt.Errorf("a %s cannot replace the destination directory", e.Kind)
 	}
-	return e, nil
+	return e, tarMeta(hdr, &e)
 }
 
 // entry handles one header; data is the archive's reader, positioned at
@@ -311,7 +311,7 @@ func (x *extractor) check(e *treewalk.Entry) error {
 			return fmt.Errorf("hardlink to itself")
 		}
 	}
-	if (e.Kind == treewalk.KindCharDev || e.Kind == treewalk.KindBlkDev) && !x.w.chown {
+	if (e.Kind == treewalk.KindCharDev || e.Kind == treewalk.KindBlkDev) && !x.w.chown && !x.w.opts.NoDevices {
 		return fmt.Errorf("%s: device files can only be created by root", e.Kind)
 	}
 	return nil

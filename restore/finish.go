@@ -12,7 +12,7 @@ import (
 )
 
 // Finish implements transfer.Sink. First, in list order, it creates
-// symlinks, special files and hardlinks (each under a temporary name, with
+// symlinks, special files (unless NoSpecials, NoDevices) and hardlinks (each under a temporary name, with
 // its metadata, then renamed over whatever is there); then, deepest first,
 // it removes stale temporary files from each directory and sets the
 // directory's owner, mode and mtime, so that writing the children cannot
@@ -33,6 +33,8 @@ func (w *Writer) Finish(ctx context.Context, entries []treewalk.Entry) ([]*treew
 		switch {
 		case e.Kind == treewalk.KindSymlink:
 			err = w.symlink(cur, e)
+		case e.Kind == treewalk.KindFifo && w.opts.NoSpecials,
+			(e.Kind == treewalk.KindCharDev || e.Kind == treewalk.KindBlkDev) && w.opts.NoDevices:
 		case e.Kind == treewalk.KindFifo || e.Kind == treewalk.KindCharDev || e.Kind == treewalk.KindBlkDev:
 			err = w.special(cur, e)
 		case e.IsHardlink():
@@ -69,7 +71,9 @@ func (w *Writer) symlink(cur *dirCursor, e *treewalk.Entry) error {
 	if st, err := lstatAt(dirfd, base); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK && st.Mtim.Nano() == e.MtimeNs &&
 		(!w.chown || (int(st.Uid) == uid && int(st.Gid) == gid)) {
 		if target, err := treewalk.ReadlinkAt(dirfd, base); err == nil && target == e.LinkTarget {
-			return nil // up to date
+			if ok, _ := w.xattrsMatch(pathTarget(dirfd, base), e); ok {
+				return nil // up to date
+			}
 		}
 	}
 	tmp := tempName(base)
@@ -77,16 +81,43 @@ func (w *Writer) symlink(cur *dirCursor, e *treewalk.Entry) error {
 	if err := unix.Symlinkat(e.LinkTarget, dirfd, tmp); err != nil {
 		return fmt.Errorf("create symlink: %w", err)
 	}
-	return w.placeNode(dirfd, tmp, base, e, uid, gid)
+	return w.placeNode(dirfd, tmp, base, e, uid, gid, 0)
 }
 
-// placeNode gives a freshly made node (symlink or special file) its owner
-// and mtime without following it, then renames it into place.
-func (w *Writer) placeNode(dirfd int, tmp, base string, e *treewalk.Entry, uid, gid int) error {
+// placeNode gives a freshly made node (symlink or special file) its owner,
+// ACLs, mode (not a symlink's), xattrs and mtime without following it, in
+// applyMeta's order, then renames it into place.
+func (w *Writer) placeNode(dirfd int, tmp, base string, e *treewalk.Entry, uid, gid int, mode uint32) error {
 	err := func() error {
 		if w.chown {
 			if err := unix.Fchownat(dirfd, tmp, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 				return fmt.Errorf("chown %d:%d: %w", uid, gid, err)
+			}
+		}
+		// A new node may inherit its directory's default ACL: listed, so
+		// that it is removed if the source has none.
+		t := pathTarget(dirfd, tmp)
+		var cur []string
+		if !w.opts.NoXattrs || !w.opts.NoACLs {
+			var err error
+			if cur, err = t.names(); err != nil {
+				return err
+			}
+		}
+		sync := len(cur) > 0 || w.hasXattrs(e)
+		if sync {
+			if err := w.syncXattrs(t, cur, partACL, e); err != nil {
+				return err
+			}
+		}
+		if e.Kind != treewalk.KindSymlink {
+			if err := unix.Fchmodat(dirfd, tmp, mode, 0); err != nil {
+				return fmt.Errorf("chmod %s: %w", octal(mode), err)
+			}
+		}
+		if sync {
+			if err := w.syncXattrs(t, cur, partXattrs, e); err != nil {
+				return err
 			}
 		}
 		if err := lutimensAt(dirfd, tmp, e.MtimeNs); err != nil {
@@ -112,18 +143,16 @@ func (w *Writer) special(cur *dirCursor, e *treewalk.Entry) error {
 	}
 	if st, err := lstatAt(dirfd, base); err == nil && st.Mode&unix.S_IFMT == typ && uint64(st.Rdev) == e.Rdev &&
 		st.Mode&07777 == mode && st.Mtim.Nano() == e.MtimeNs && (!w.chown || (int(st.Uid) == uid && int(st.Gid) == gid)) {
-		return nil
+		if ok, _ := w.xattrsMatch(pathTarget(dirfd, base), e); ok {
+			return nil
+		}
 	}
 	tmp := tempName(base)
 	unix.Unlinkat(dirfd, tmp, 0)
 	if err := unix.Mknodat(dirfd, tmp, typ|0o600, int(e.Rdev)); err != nil {
 		return fmt.Errorf("create %s: %w", e.Kind, err)
 	}
-	if err := unix.Fchmodat(dirfd, tmp, mode, 0); err != nil {
-		unix.Unlinkat(dirfd, tmp, 0)
-		return fmt.Errorf("chmod %s: %w", octal(mode), err)
-	}
-	return w.placeNode(dirfd, tmp, base, e, uid, gid)
+	return w.placeNode(dirfd, tmp, base, e, uid, gid, mode)
 }
 
 func (w *Writer) hardlink(cur *dirCursor, e *treewalk.Entry) error {

@@ -140,7 +140,9 @@ func (w *Writer) check(cur *dirCursor, e *treewalk.Entry) (need bool, basisSize 
 // fixMeta corrects the owner and mode of an up-to-date file.
 func (w *Writer) fixMeta(dirfd int, base string, st *unix.Stat_t, e *treewalk.Entry) error {
 	if w.hasMeta(st, e) {
-		return nil
+		if ok, err := w.xattrsMatch(pathTarget(dirfd, base), e); err != nil || ok {
+			return err
+		}
 	}
 	fd, err := unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -59,7 +59,16 @@ func runRsync(ctx context.Context, o Options, src, dst transfer.Location, rep *R
 		return err
 	}
 	defer pull.close()
-	w, err := NewWriter(dst.Path, o.Writer)
+	wo := o.Writer
+	if !pull.agent && (!wo.NoXattrs || !wo.NoACLs) {
+		// find cannot list them: leave DST's alone rather than strip them.
+		if o.Warnf != nil {
+			o.Warnf("agent-less --method rsync cannot list extended attributes and ACLs (GNU find does not print them): " +
+				"they are not restored, and DST's are kept (--no-xattrs --no-acls silence this; the agent or --method tar carries them)")
+		}
+		wo.NoXattrs, wo.NoACLs = true, true
+	}
+	w, err := NewWriter(dst.Path, wo)
 	if err != nil {
 		return err
 	}

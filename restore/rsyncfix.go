@@ -3,6 +3,7 @@ package restore
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -107,8 +108,23 @@ func (w *Writer) fixPlaced(cur *dirCursor, e *treewalk.Entry) error {
 	if st.Size != e.Size {
 		return fmt.Errorf("rsync left %d bytes, the source has %d (did the source change during the restore?)", st.Size, e.Size)
 	}
+	if e.Sparse && !w.opts.NoSparse && st.Blocks*512 >= st.Size {
+		// gokrazy writes every byte. Reopened for writing through the
+		// descriptor (the same inode, whatever the path holds now).
+		wfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("reopen to punch holes: %w", err)
+		}
+		err = digHoles(wfd, st.Size)
+		unix.Close(wfd)
+		if err != nil {
+			return err
+		}
+	}
 	if st.Mtim.Nano() == e.MtimeNs && w.hasMeta(&st, e) {
-		return nil
+		if ok, err := w.xattrsMatch(fdTarget(fd), e); err != nil || ok {
+			return err
+		}
 	}
 	return w.applyMeta(fd, e)
 }

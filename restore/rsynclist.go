@@ -25,8 +25,8 @@ import (
 // (maxFindField) and every path checked with treewalk.ValidPath, the
 // remote's output being untrusted like any peer's.
 const (
-	findFormat   = `%y\0%m\0%U\0%G\0%u\0%g\0%s\0%T@\0%D\0%i\0%n\0%P\0%l\0`
-	findFields   = 13
+	findFormat   = `%y\0%m\0%U\0%G\0%u\0%g\0%s\0%T@\0%D\0%i\0%n\0%P\0%l\0%b\0`
+	findFields   = 14
 	maxFindField = 64 << 10
 )
 
@@ -112,7 +112,8 @@ func readField(br *bufio.Reader) (string, error) {
 }
 
 // findEntry converts one record: type, mode, uid, gid, user, group, size,
-// mtime, device, inode, link count, path, symlink target.
+// mtime, device, inode, link count, path, symlink target, 512-byte blocks
+// allocated (a regular file allocating fewer than its size has holes).
 func findEntry(f [findFields]string) (treewalk.Entry, error) {
 	var e treewalk.Entry
 	e.Path = f[11]
@@ -173,6 +174,11 @@ func findEntry(f [findFields]string) (treewalk.Entry, error) {
 	if _, err := strconv.ParseUint(f[10], 10, 64); err != nil {
 		return e, fmt.Errorf("link count %q", f[10])
 	}
+	blocks, err := strconv.ParseInt(f[13], 10, 64)
+	if err != nil || blocks < 0 {
+		return e, fmt.Errorf("block count %q", f[13])
+	}
+	e.Sparse = e.Kind == treewalk.KindFile && blocks < (e.Size+511)/512
 	return e, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,6 +52,8 @@ func TestFindListMatchesWalk(t *testing.T) {
 	must(os.Chmod(filepath.Join(root, "empty"), 0o1777))
 	must(os.Chtimes(filepath.Join(root, "-dash"), time.Time{}, time.Unix(-2, 250_000_000)))
 	must(os.Chtimes(filepath.Join(root, "copy.php"), time.Time{}, time.Unix(1700000000, 123456789)))
+	must(os.WriteFile(filepath.Join(root, "sparse.img"), nil, 0o600))
+	must(os.Truncate(filepath.Join(root, "sparse.img"), 1<<30))
 
 	out, err := exec.Command("sh", "-c", findListCommand(root)).Output()
 	if err != nil {
@@ -82,9 +85,10 @@ func TestFindListMatchesWalk(t *testing.T) {
 			wantLinks++
 		}
 		w.LinkTo = ""
+		w.Xattrs, w.ACL, w.DefaultACL = nil, nil, nil // find does not list them
 		if g, ok := byPath[w.Path]; !ok {
 			t.Errorf("%q: missing from the find listing", w.Path)
-		} else if g != w {
+		} else if !reflect.DeepEqual(g, w) {
 			t.Errorf("%q:\n find %+v\n walk %+v", w.Path, g, w)
 		}
 		delete(byPath, w.Path)
@@ -100,9 +104,9 @@ func TestFindListMatchesWalk(t *testing.T) {
 // Malformed or hostile output is an error, never an entry that escapes.
 func TestParseFindListRejects(t *testing.T) {
 	rec := func(fields ...string) string { return strings.Join(fields, "\x00") + "\x00" }
-	root := rec("d", "755", "0", "0", "root", "root", "4096", "1.0000000000", "1", "2", "2", "", "")
+	root := rec("d", "755", "0", "0", "root", "root", "4096", "1.0000000000", "1", "2", "2", "", "", "8")
 	file := func(path string) string {
-		return rec("f", "644", "0", "0", "root", "root", "3", "1.5", "1", "3", "1", path, "")
+		return rec("f", "644", "0", "0", "root", "root", "3", "1.5", "1", "3", "1", path, "", "8")
 	}
 	for name, in := range map[string]string{
 		"empty":           "",
@@ -112,19 +116,19 @@ func TestParseFindListRejects(t *testing.T) {
 		"no root":         file("a"),
 		"second root":     root + root,
 		"truncated":       root + "f\x00644\x00",
-		"bad mode":        root + rec("f", "99999", "0", "0", "r", "r", "3", "1.5", "1", "3", "1", "a", ""),
-		"bad time":        root + rec("f", "644", "0", "0", "r", "r", "3", "1.5e9", "1", "3", "1", "a", ""),
-		"negative size":   root + rec("f", "644", "0", "0", "r", "r", "-3", "1.5", "1", "3", "1", "a", ""),
-		"unknown type":    root + rec("D", "644", "0", "0", "r", "r", "3", "1.5", "1", "3", "1", "a", ""),
+		"bad mode":        root + rec("f", "99999", "0", "0", "r", "r", "3", "1.5", "1", "3", "1", "a", "", "8"),
+		"bad time":        root + rec("f", "644", "0", "0", "r", "r", "3", "1.5e9", "1", "3", "1", "a", "", "8"),
+		"negative size":   root + rec("f", "644", "0", "0", "r", "r", "-3", "1.5", "1", "3", "1", "a", "", "8"),
+		"unknown type":    root + rec("D", "644", "0", "0", "r", "r", "3", "1.5", "1", "3", "1", "a", "", "8"),
 		"huge field":      root + strings.Repeat("x", maxFindField+10),
-		"empty symlink":   root + rec("l", "777", "0", "0", "r", "r", "3", "1.5", "1", "3", "1", "a", ""),
+		"empty symlink":   root + rec("l", "777", "0", "0", "r", "r", "3", "1.5", "1", "3", "1", "a", "", "8"),
 		"not find at all": "bash: find: command not found\n",
 	} {
 		if l, err := parseFindList(strings.NewReader(in)); err == nil {
 			t.Errorf("%s: no error; entries %+v", name, l.Entries)
 		}
 	}
-	l, err := parseFindList(strings.NewReader(root + file("a") + rec("c", "600", "0", "0", "r", "r", "0", "1.5", "1", "4", "1", "dev", "")))
+	l, err := parseFindList(strings.NewReader(root + file("a") + rec("c", "600", "0", "0", "r", "r", "0", "1.5", "1", "4", "1", "dev", "", "8")))
 	if err != nil || len(l.Entries) != 2 || len(l.Errors) != 1 {
 		t.Errorf("device node: %+v, %v; want 2 entries and 1 per-entry error", l, err)
 	}
@@ -134,7 +138,7 @@ func TestParseFindListRejects(t *testing.T) {
 }
 
 func FuzzParseFindList(f *testing.F) {
-	f.Add("d\x00755\x000\x000\x00root\x00root\x004096\x001.0\x001\x002\x002\x00\x00\x00f\x00644\x000\x000\x00r\x00r\x003\x001.5\x001\x003\x002\x00a\x00\x00")
+	f.Add("d\x00755\x000\x000\x00root\x00root\x004096\x001.0\x001\x002\x002\x00\x00\x008\x00f\x00644\x000\x000\x00r\x00r\x003\x001.5\x001\x003\x002\x00a\x00\x008\x00")
 	f.Fuzz(func(t *testing.T, in string) {
 		l, err := parseFindList(strings.NewReader(in))
 		if err != nil {

@@ -31,6 +31,9 @@ func runTarAgentless(ctx context.Context, o Options, d transfer.Dialer, src, dst
 		return fmt.Errorf("%w: agent-less tar needs an SSH connection", ErrUsage)
 	}
 	cmd, err := remoteTarCommand(src.Path, o.Compression)
+	if err == nil {
+		cmd = remoteTarMetaFlags(cmd, o.Writer)
+	}
 	if err != nil {
 		return err
 	}
@@ -145,4 +148,31 @@ func (c countReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n.Add(int64(n))
 	return n, err
+}
+
+// remoteTarMetaFlags adds to an agent-less tar command line the GNU tar
+// options that carry extended metadata: --xattrs (every namespace), --acls
+// and --sparse, each unless the restore leaves it out, and each only if
+// the remote's tar lists it in its --help (older or other tars, or a GNU
+// tar built without ACL support, send the tree without them).
+func remoteTarMetaFlags(cmd string, o WriterOptions) string {
+	var probe strings.Builder
+	for _, f := range []struct {
+		off  bool
+		flag string
+	}{{o.NoXattrs, "--xattrs"}, {o.NoACLs, "--acls"}, {o.NoSparse, "--sparse"}} {
+		if !f.off {
+			probe.WriteString("tar --help 2>/dev/null | grep -q -e '" + f.flag + "\\b' && f=\"$f " + f.flag + "\"; ")
+		}
+	}
+	if probe.Len() == 0 {
+		return cmd
+	}
+	const marker = "fi; "
+	i := strings.Index(cmd, marker)
+	if i < 0 {
+		return cmd
+	}
+	i += len(marker)
+	return cmd[:i] + probe.String() + cmd[i:]
 }

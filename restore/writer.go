@@ -69,6 +69,22 @@ type WriterOptions struct {
 	// ("+ PATTERN", "- PATTERN"): an entry of DST that they exclude is
 	// protected from Delete, as rsync does without --delete-excluded.
 	Filters []string `json:"filters,omitempty"`
+
+	// Extended metadata (rsync's -X, -A, -S; all on by default here).
+
+	// NoXattrs (--no-xattrs) leaves extended attributes alone: the
+	// source's are not set, and those DST has are kept.
+	NoXattrs bool `json:"no_xattrs,omitempty"`
+	// NoACLs (--no-acls) likewise for POSIX ACLs.
+	NoACLs bool `json:"no_acls,omitempty"`
+	// NoSparse (--no-sparse) writes the zeros of sparse files instead of
+	// leaving holes.
+	NoSparse bool `json:"no_sparse,omitempty"`
+	// NoSpecials (--no-specials) and NoDevices (--no-devices) leave fifos,
+	// and character and block devices, out: Finish does not create them,
+	// and whatever DST holds there is left alone.
+	NoSpecials bool `json:"no_specials,omitempty"`
+	NoDevices  bool `json:"no_devices,omitempty"`
 }
 
 func (o *WriterOptions) applyDefaults() {
@@ -182,8 +198,9 @@ func (w *Writer) parent(rel string) (int, string, error) {
 	return fd, base, nil
 }
 
-// applyMeta sets owner, mode and mtime on the open descriptor fd, in that
-// order (chown clears setuid bits, so chmod comes after it).
+// applyMeta sets owner, ACLs, mode, xattrs and mtime on the open
+// descriptor fd, in that order (chown clears setuid bits and file
+// capabilities, so chmod and xattrs come after it; see xattr_linux.go).
 func (w *Writer) applyMeta(fd int, e *treewalk.Entry) error {
 	uid, gid, mode := w.policy.Resolve(e)
 	if w.chown {
@@ -191,8 +208,26 @@ func (w *Writer) applyMeta(fd int, e *treewalk.Entry) error {
 			return fmt.Errorf("chown %d:%d: %w", uid, gid, err)
 		}
 	}
+	t := fdTarget(fd)
+	var cur []string
+	if !w.opts.NoXattrs || !w.opts.NoACLs {
+		var err error
+		if cur, err = t.names(); err != nil {
+			return err
+		}
+	}
+	if len(cur) > 0 || w.hasXattrs(e) {
+		if err := w.syncXattrs(t, cur, partACL, e); err != nil {
+			return err
+		}
+	}
 	if err := unix.Fchmod(fd, mode); err != nil {
 		return fmt.Errorf("chmod %04o: %w", mode, err)
+	}
+	if len(cur) > 0 || w.hasXattrs(e) {
+		if err := w.syncXattrs(t, cur, partXattrs, e); err != nil {
+			return err
+		}
 	}
 	if err := futimens(fd, e.MtimeNs); err != nil {
 		return fmt.Errorf("set mtime: %w", err)
@@ -287,7 +322,11 @@ func (w *Writer) copyData(f *os.File, it *transfer.Item, r io.Reader) error {
 	bw := w.bufs.Get().(*bufio.Writer)
 	defer w.bufs.Put(bw)
 	var dst io.Writer = f
-	if it.Split {
+	sparse := it.Entry.Sparse && !w.opts.NoSparse
+	switch {
+	case sparse:
+		dst = &sparseWriter{f: f, off: it.Offset, punch: it.Split}
+	case it.Split:
 		dst = io.NewOffsetWriter(f, it.Offset)
 	}
 	bw.Reset(dst)
@@ -301,6 +340,11 @@ func (w *Writer) copyData(f *os.File, it *transfer.Item, r io.Reader) error {
 	}
 	if n != it.Length {
 		return fmt.Errorf("%w: got %d bytes, expected %d", transfer.ErrSizeMismatch, n, it.Length)
+	}
+	if sparse && !it.Split {
+		if err := f.Truncate(it.Entry.Size); err != nil { // a trailing hole
+			return fmt.Errorf("set size: %w", err)
+		}
 	}
 	return nil
 }

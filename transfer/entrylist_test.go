@@ -5,6 +5,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -55,7 +56,7 @@ func TestEntryListRoundTripAndSize(t *testing.T) {
 		t.Fatalf("decoded %d entries of %d", len(back), len(list.Entries))
 	}
 	for i := range back {
-		if back[i] != list.Entries[i] {
+		if !reflect.DeepEqual(back[i], list.Entries[i]) {
 			t.Fatalf("entry %d: %+v != %+v", i, back[i], list.Entries[i])
 		}
 	}

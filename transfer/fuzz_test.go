@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"runtime/metrics"
+	"slices"
 	"testing"
 
 	"github.com/zeebo/xxh3"
@@ -310,6 +311,19 @@ func checkDecodedEntry(t *testing.T, e *treewalk.Entry) {
 	}
 	if e.Kind < treewalk.KindFile || e.Kind > treewalk.KindBlkDev || e.Mode > 07777 || e.Size < 0 ||
 		(e.Kind != treewalk.KindFile && e.Size != 0) || (e.Kind == treewalk.KindSymlink) != (e.LinkTarget != "") {
+		t.Fatalf("accepted entry %+v", *e)
+	}
+	for i, x := range e.Xattrs {
+		if ValidXattrName(x.Name) != nil || len(x.Value) > treewalk.XattrValueMax || i > 0 && e.Xattrs[i-1].Name >= x.Name {
+			t.Fatalf("accepted entry %q with xattr %q (%d bytes)", e.Path, x.Name, len(x.Value))
+		}
+	}
+	for _, a := range append(slices.Clone(e.ACL), e.DefaultACL...) {
+		if treewalk.CheckACLEntry(a) != nil {
+			t.Fatalf("accepted entry %q with ACL entry %+v", e.Path, a)
+		}
+	}
+	if e.Sparse && e.Kind != treewalk.KindFile || e.DefaultACL != nil && e.Kind != treewalk.KindDir {
 		t.Fatalf("accepted entry %+v", *e)
 	}
 }

@@ -15,7 +15,8 @@ import (
 // Version 2 added native delta: signatures in items and plan replies, copy
 // and sum tags in item data, and error kinds in write replies. Version 3
 // added selections (Hello.Roots and Hello.Filters, which an older sender
-// would ignore and send everything) and the delete and itemize requests.
+// would ignore and send everything), the delete and itemize requests, and
+// extended metadata in entries: xattrs, POSIX ACLs, the sparse flag.
 // Optional features asked for in Hello (Verify) are acknowledged in the
 // reply, so an older agent that ignores them is recognised.
 const ProtocolVersion = 3
@@ -243,13 +244,40 @@ func (e *encoder) status(err error) { // statusOK or statusFatal + text
 //	size    varint
 //	mtime   varint   (minus the previous entry's)
 //	target, linkto string; rdev uvarint
+//	more    uvarint  (entryMore* bits; only with the entryMore flag)
+//	xattrs  uvarint count, then name string, value bytes each (entryMoreXattrs)
+//	acl, default acl: uvarint count, then per entry uvarint tag, perm,
+//	        id and a name string (entryMoreACL, entryMoreDefaultACL)
 const (
 	entrySameMode  = 1 << iota // mode as the previous entry's
 	entrySameUid               // uid as the previous entry's
 	entrySameGid               // gid as the previous entry's
 	entrySameUser              // user name as the previous entry's
 	entrySameGroup             // group name as the previous entry's
-	entryFlagsMask = entrySameMode | entrySameUid | entrySameGid | entrySameUser | entrySameGroup
+	entryMore                  // a "more" field follows rdev
+	entryFlagsMask = entrySameMode | entrySameUid | entrySameGid | entrySameUser | entrySameGroup | entryMore
+)
+
+// Bits of an entry's "more" field: extended metadata, present only on the
+// entries that have it, so a list without any costs nothing more.
+const (
+	entryMoreXattrs         = 1 << iota // xattrs follow
+	entryMoreACL                        // an access ACL follows
+	entryMoreDefaultACL                 // a default ACL follows
+	entryMoreSparse                     // the file has holes
+	entryMoreSameACL                    // access ACL as the previous entry's (not empty)
+	entryMoreSameDefaultACL             // default ACL as the previous entry's (not empty)
+	entryMoreMask           = 1<<iota - 1
+)
+
+// Bounds on an entry's extended metadata, so that a hostile list cannot make
+// the reader allocate beyond what it really sends, nor hand the writer what
+// the kernel would refuse anyway: Linux caps a name at 255 bytes, a value at
+// 64 KiB and the list of names at 64 KiB.
+const (
+	maxXattrs          = 4096    // attributes per entry
+	maxXattrValueBytes = 4 << 20 // all values of one entry together
+	maxACLEntries      = 8192    // entries per ACL
 )
 
 func (e *encoder) entry(en *treewalk.Entry) { e.entryAfter(&treewalk.Entry{}, en) }
@@ -270,6 +298,9 @@ func (e *encoder) entryAfter(prev, en *treewalk.Entry) {
 	}
 	if en.Group == prev.Group {
 		flags |= entrySameGroup
+	}
+	if len(en.Xattrs) > 0 || len(en.ACL) > 0 || len(en.DefaultACL) > 0 || en.Sparse {
+		flags |= entryMore
 	}
 	prefix := 0
 	for prefix < len(en.Path) && prefix < len(prev.Path) && en.Path[prefix] == prev.Path[prefix] {
@@ -299,6 +330,9 @@ func (e *encoder) entryAfter(prev, en *treewalk.Entry) {
 	e.str(en.LinkTarget)
 	e.str(en.LinkTo)
 	e.uvarint(en.Rdev)
+	if flags&entryMore != 0 {
+		e.more(prev, en)
+	}
 }
 
 // item encodes it; sums says whether its signature goes with its sums (to
@@ -511,6 +545,11 @@ func (d *decoder) entryAfter(prev *treewalk.Entry) (treewalk.Entry, error) {
 	}
 	if en.Rdev, err = d.uvarint(); err != nil {
 		return fail(err)
+	}
+	if flags&entryMore != 0 {
+		if err := d.more(prev, &en); err != nil {
+			return fail(fmt.Errorf("entry %q: %w", en.Path, err))
+		}
 	}
 	return en, nil
 }

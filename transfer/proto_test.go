@@ -94,7 +94,27 @@ func sampleEntries() []treewalk.Entry {
 		{Path: "dev/sda", Kind: treewalk.KindBlkDev, Mode: 0o660, Rdev: math.MaxUint64},
 		{Path: "mail/cur/1700000000.M1P2.host,S=1234:2,S", Kind: treewalk.KindFile, Mode: 0o600, Size: 1234, User: "ü-user", Group: "grp\x00x"},
 		{Path: "odd/name with\nnewline and \xff byte", Kind: treewalk.KindFile, Mode: 0o7777, Size: 1 << 40},
+		// Extended metadata: xattrs (binary values), ACLs (the second
+		// entry repeats the first's: sent as "same"), a sparse file.
+		{Path: "shared", Kind: treewalk.KindDir, Mode: 0o2770, MtimeNs: 5,
+			Xattrs:     []treewalk.Xattr{{Name: "trusted.md5", Value: []byte{0, 1, 0xff}}, {Name: "user.origin", Value: []byte("backup")}},
+			ACL:        sampleACL,
+			DefaultACL: sampleACL},
+		{Path: "shared/doc.txt", Kind: treewalk.KindFile, Mode: 0o660, Size: 10, ACL: sampleACL},
+		{Path: "shared/ping", Kind: treewalk.KindFile, Mode: 0o755, Size: 1 << 20, Sparse: true,
+			Xattrs: []treewalk.Xattr{{Name: "security.capability", Value: []byte{1, 0, 0, 2, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}}},
+		{Path: "shared/vm.img", Kind: treewalk.KindFile, Mode: 0o600, Size: 1 << 30, Sparse: true},
 	}
+}
+
+// sampleACL is a POSIX ACL with a named user and a named group.
+var sampleACL = []treewalk.ACLEntry{
+	{Tag: treewalk.ACLUserObj, Perm: 7, ID: treewalk.ACLUndefinedID},
+	{Tag: treewalk.ACLUser, Perm: 6, ID: 33, Name: "www-data"},
+	{Tag: treewalk.ACLGroupObj, Perm: 5, ID: treewalk.ACLUndefinedID},
+	{Tag: treewalk.ACLGroup, Perm: 4, ID: 1234},
+	{Tag: treewalk.ACLMask, Perm: 7, ID: treewalk.ACLUndefinedID},
+	{Tag: treewalk.ACLOther, Perm: 0, ID: treewalk.ACLUndefinedID},
 }
 
 // sampleItems returns whole-file and split items of entries' data files.
@@ -678,10 +698,10 @@ func TestHandshakeRefusals(t *testing.T) {
 		want   []string // in the error text
 		proto  bool     // wraps ErrProtocol
 	}{
-		{"newer protocol", "", replyWith(helloReply{Proto: ProtocolVersion + 1, Version: "3.0.0", Codecs: CodecNames()}),
-			[]string{"restoresync 3.0.0", "protocol 4", "restoresync 1.4.0", "speaks 3"}, true},
-		{"newer server refusing", "", replyWith(helloReply{Proto: ProtocolVersion + 1, Version: "3.0.0", Codecs: CodecNames(), Error: "protocol error: the client speaks protocol 3"}),
-			[]string{"restoresync 3.0.0", "protocol 4", "speaks 3"}, true},
+		{"newer protocol", "", replyWith(helloReply{Proto: 9, Version: "9.0.0", Codecs: CodecNames()}),
+			[]string{"restoresync 9.0.0", "protocol 9", "restoresync 1.4.0", "speaks 3"}, true},
+		{"newer server refusing", "", replyWith(helloReply{Proto: 9, Version: "9.0.0", Codecs: CodecNames(), Error: "protocol error: the client speaks protocol 3"}),
+			[]string{"restoresync 9.0.0", "protocol 9", "speaks 3"}, true},
 		{"older protocol", "", replyWith(helloReply{Proto: 0, Version: "0.9.0", Codecs: CodecNames()}),
 			[]string{"restoresync 0.9.0", "protocol 0", "speaks 3"}, true},
 		{"codec unsupported", "", replyWith(helloReply{Proto: ProtocolVersion, Version: "1.3.0", Codecs: []string{"none", "gzip"}}),
@@ -767,8 +787,8 @@ func TestServeRefusals(t *testing.T) {
 		errors []error
 		reply  bool // a reply is sent
 	}{
-		{"newer client", Hello{Proto: ProtocolVersion + 1, Version: "3.0.0", Role: RoleSender, Path: dir, Compression: "zstd"},
-			[]string{"restoresync 3.0.0", "protocol 4", "restoresync 1.4.0", "speaks 3"}, []error{ErrProtocol}, true},
+		{"newer client", Hello{Proto: 9, Version: "9.0.0", Role: RoleSender, Path: dir, Compression: "zstd"},
+			[]string{"restoresync 9.0.0", "protocol 9", "restoresync 1.4.0", "speaks 3"}, []error{ErrProtocol}, true},
 		{"unknown codec", Hello{Proto: ProtocolVersion, Version: "1.4.0", Role: RoleSender, Path: dir, Compression: "brotli"},
 			[]string{`"brotli"`, "none, lz4, zstd, gzip"}, []error{ErrProtocol, ErrUnknownCodec}, true},
 		{"empty codec", Hello{Proto: ProtocolVersion, Version: "1.4.0", Role: RoleSender, Path: dir},
@@ -816,14 +836,14 @@ func TestServeRefusals(t *testing.T) {
 // client sees the server's refusal, which names both versions. See the
 // report: this error does not wrap ErrProtocol on the client's side.
 func TestProtocolMismatchEndToEnd(t *testing.T) {
-	rep, serveErr := serveRaw(t, ServerConfig{Version: "1.4.0"}, Hello{Proto: ProtocolVersion + 1, Version: "3.0.0", Role: RoleSender, Path: ".", Compression: "zstd"})
+	rep, serveErr := serveRaw(t, ServerConfig{Version: "1.4.0"}, Hello{Proto: 9, Version: "9.0.0", Role: RoleSender, Path: ".", Compression: "zstd"})
 	if !errors.Is(serveErr, ErrProtocol) {
 		t.Fatalf("Serve: %v", serveErr)
 	}
 	// Replay the reply to this build's client.
 	s := fakePeer(t, "", replyWith(rep))
 	_, err := Handshake(testContext(t), s, Hello{Version: "3.0.0", Role: RoleSender, Compression: "zstd"})
-	if err == nil || !strings.Contains(err.Error(), "protocol 4") || !strings.Contains(err.Error(), "restoresync 1.4.0") {
+	if err == nil || !strings.Contains(err.Error(), "protocol 9") || !strings.Contains(err.Error(), "restoresync 1.4.0") {
 		t.Fatalf("client error %v does not name both versions", err)
 	}
 }

@@ -204,7 +204,9 @@ func (h *shardHeap) Pop() any {
 
 // TarHeader returns the pax header of e: names as in the file list (the
 // root as "./", directories with a trailing slash), owner ids and names,
-// mtime to the nanosecond, hardlink followers as TypeLink to their leader.
+// mtime to the nanosecond, hardlink followers as TypeLink to their leader,
+// xattrs and ACLs as GNU tar writes them, and the sparse flag (see
+// taracl.go).
 func TarHeader(e *treewalk.Entry) *tar.Header {
 	h := &tar.Header{
 		Name:    e.Path,
@@ -237,6 +239,21 @@ func TarHeader(e *treewalk.Entry) *tar.Header {
 			h.Typeflag = tar.TypeBlock
 		}
 		h.Devmajor, h.Devminor = int64(unix.Major(e.Rdev)), int64(unix.Minor(e.Rdev))
+	}
+	if len(e.Xattrs) > 0 || len(e.ACL) > 0 || len(e.DefaultACL) > 0 || e.Sparse {
+		h.PAXRecords = map[string]string{}
+		for _, x := range e.Xattrs {
+			h.PAXRecords[TarXattrPrefix+x.Name] = string(x.Value)
+		}
+		if len(e.ACL) > 0 {
+			h.PAXRecords[TarACLAccess] = FormatACLText(e.ACL)
+		}
+		if len(e.DefaultACL) > 0 {
+			h.PAXRecords[TarACLDefault] = FormatACLText(e.DefaultACL)
+		}
+		if e.Sparse && e.HasData() {
+			h.PAXRecords[TarSparse] = "1"
+		}
 	}
 	return h
 }

@@ -31,6 +31,8 @@ const (
 	DiffTarget   = "target"   // symlink target, as stored
 	DiffHardlink = "hardlink" // linked with another path on one side only
 	DiffRdev     = "rdev"     // device number of a device node
+	DiffXattr    = "xattr"    // an extended attribute or POSIX ACL, by name
+	DiffSparse   = "sparse"   // a regular file has holes on one side only
 )
 
 // CompareOptions tunes Compare. The zero value compares everything.
@@ -47,6 +49,12 @@ type CompareOptions struct {
 	// MaxDiffs stops the comparison after that many differences; 0 means no
 	// limit.
 	MaxDiffs int
+	// IgnoreXattrs skips extended attributes and POSIX ACLs, for copies
+	// made without them (rsync without -X -A, tar without --xattrs).
+	IgnoreXattrs bool
+	// IgnoreSparse skips the sparseness of regular files, for copies that
+	// fill holes (rsync without -S, cp --sparse=never).
+	IgnoreSparse bool
 }
 
 // Difference is one way in which the trees differ at Path.
@@ -79,9 +87,13 @@ func (d Difference) String() string {
 // at the top of a missing or extra subtree), kinds, regular files' sizes and
 // contents (xxh3-128 of both sides), permission bits including setuid,
 // setgid and sticky, uid and gid, mtimes to the nanosecond (symlinks'
-// own, directories' too), symlink targets, device numbers, and hardlink
-// groups: two paths that share an inode in one tree must share one in the
-// other.
+// own, directories' too), symlink targets, device numbers, hardlink
+// groups (two paths that share an inode in one tree must share one in the
+// other), extended attributes and POSIX ACLs (every name and value, the
+// "system." namespace included, one difference per name), and sparseness:
+// a regular file that allocates fewer bytes than its size (it has holes)
+// must do so on both sides, and b's copy of a sparse file must not
+// allocate more than a's plus 64 KiB.
 //
 // Compare never follows symlinks, the roots included: every entry is
 // reached from its parent directory's descriptor with O_NOFOLLOW and
@@ -284,8 +296,16 @@ func (c *comparer) entry(ctx context.Context, dirs [2]*os.File, name, rel string
 	if ta, tb := sa.Mtim.Nano(), sb.Mtim.Nano(); ta != tb && !(isDir && c.o.IgnoreDirTimes) {
 		c.add(rel, DiffMtime, cmpTime(ta), cmpTime(tb))
 	}
+	if !c.o.IgnoreXattrs {
+		if err := c.xattrs(dirs, name, rel); err != nil {
+			return false, err
+		}
+	}
 	switch ka {
 	case unix.S_IFREG:
+		if !c.o.IgnoreSparse {
+			c.sparse(rel, sa, sb)
+		}
 		return false, c.file(ctx, dirs, name, rel, sa, sb)
 	case unix.S_IFLNK:
 		var target [2]string
@@ -448,4 +468,62 @@ func cmpTime(ns int64) string {
 func cmpDigest(u xxh3.Uint128) string {
 	b := u.Bytes()
 	return fmt.Sprintf("xxh3:%x", b[:])
+}
+
+// sparse compares the sparseness of regular file rel: holes on both sides
+// or on neither, and b allocating at most a's bytes plus 64 KiB (extent
+// blocks) when a has holes.
+func (c *comparer) sparse(rel string, sa, sb *unix.Stat_t) {
+	alloc := func(st *unix.Stat_t) int64 { return st.Blocks * 512 }
+	holes := func(st *unix.Stat_t) bool { return alloc(st) < st.Size }
+	if holes(sa) != holes(sb) || holes(sa) && alloc(sb) > alloc(sa)+64<<10 {
+		c.add(rel, DiffSparse, fmt.Sprintf("%d of %d bytes allocated", alloc(sa), sa.Size), fmt.Sprintf("%d of %d bytes allocated", alloc(sb), sb.Size))
+	}
+}
+
+// xattrs compares the extended attributes of name in dirs, one difference
+// per attribute name that is missing on a side or has another value.
+func (c *comparer) xattrs(dirs [2]*os.File, name, rel string) error {
+	var m [2]map[string]string
+	for s := range dirs {
+		n := name
+		if rel == "." {
+			n = ""
+		}
+		attrs, err := ListXattrsAt(int(dirs[s].Fd()), n)
+		if err != nil {
+			return c.fail(s, rel, err)
+		}
+		m[s] = make(map[string]string, len(attrs))
+		for _, a := range attrs {
+			m[s][a.Name] = string(a.Value)
+		}
+	}
+	var names []string
+	for n := range m[0] {
+		names = append(names, n)
+	}
+	for n := range m[1] {
+		if _, ok := m[0][n]; !ok {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		va, oka := m[0][n]
+		vb, okb := m[1][n]
+		if oka != okb || va != vb {
+			c.add(rel, DiffXattr, cmpXattr(n, va, oka), cmpXattr(n, vb, okb))
+		}
+	}
+	return nil
+}
+
+// cmpXattr formats an attribute for a Difference: "NAME=VALUE" (quoted),
+// or "no NAME".
+func cmpXattr(name, value string, ok bool) string {
+	if !ok {
+		return "no " + name
+	}
+	return name + "=" + strconv.Quote(value)
 }

@@ -67,7 +67,60 @@ type Entry struct {
 	LinkTo string
 	// Rdev is a device node's device number (Linux encoding); 0 otherwise.
 	Rdev uint64
+
+	// Extended metadata (rsync's -X, -A and -S), each empty for most
+	// entries.
+
+	// Xattrs are the entry's extended attributes, sorted by name, except
+	// the "system." namespace (POSIX ACLs travel in ACL and DefaultACL).
+	// Values are raw bytes (security.capability is binary).
+	Xattrs []Xattr
+	// ACL is the POSIX access ACL (system.posix_acl_access), all its
+	// entries including the base ones; nil when the file has none (its
+	// mode says it all).
+	ACL []ACLEntry
+	// DefaultACL is a directory's POSIX default ACL
+	// (system.posix_acl_default); nil when it has none.
+	DefaultACL []ACLEntry
+	// Sparse says that a regular file allocates fewer bytes on the sender
+	// than its size: it has holes, which the receiver recreates.
+	Sparse bool
 }
+
+// Xattr is one extended attribute: its full name with the namespace
+// ("user.mime_type", "security.capability") and its raw value.
+type Xattr struct {
+	Name  string
+	Value []byte
+}
+
+// ACLEntry is one entry of a POSIX ACL, as Linux stores it in the
+// system.posix_acl_* extended attributes (tag, permission bits, id), plus
+// the name of a named user's or group's id on the sender, by which the
+// receiver maps it like an owner.
+type ACLEntry struct {
+	// Tag is one of the ACLUserObj ... ACLOther constants.
+	Tag uint16
+	// Perm holds the read (4), write (2) and execute (1) bits.
+	Perm uint16
+	// ID is the uid (ACLUser) or gid (ACLGroup); ACLUndefinedID otherwise.
+	ID uint32
+	// Name is the user or group name of ID on the sender, "" if it has none
+	// there or for the other tags.
+	Name string
+}
+
+// ACL entry tags, as in Linux's posix_acl_xattr.h (and libacl's acl.h).
+const (
+	ACLUserObj  uint16 = 0x01 // the owner
+	ACLUser     uint16 = 0x02 // a named user (ID)
+	ACLGroupObj uint16 = 0x04 // the owning group
+	ACLGroup    uint16 = 0x08 // a named group (ID)
+	ACLMask     uint16 = 0x10 // the mask of the group class
+	ACLOther    uint16 = 0x20 // everyone else
+	// ACLUndefinedID is the ID of the entries that have none.
+	ACLUndefinedID uint32 = 0xffffffff
+)
 
 // Mtime returns MtimeNs as a time.Time.
 func (e *Entry) Mtime() time.Time { return time.Unix(0, e.MtimeNs) }

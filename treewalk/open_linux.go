@@ -27,6 +27,9 @@ var openat2Missing bool // set once on kernels without openat2 (Linux < 5.6)
 // (both wrapped with the system error), or the system error. Safe for
 // concurrent use.
 func OpenBeneath(dirfd int, rel string, flags int) (int, error) {
+	if len(rel) > maxResolveBytes {
+		return openLongBeneath(dirfd, rel, flags)
+	}
 	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC
 	if !openat2Missing {
 		fd, err := unix.Openat2(dirfd, rel, &unix.OpenHow{
@@ -76,4 +79,39 @@ func resolveError(err error) error {
 		return fmt.Errorf("%w: %w", ErrEscapes, err)
 	}
 	return err
+}
+
+// maxResolveBytes is the longest path OpenBeneath hands the kernel in one
+// call: below PATH_MAX (4096 bytes with its NUL), which openat2 refuses
+// with ENAMETOOLONG.
+const maxResolveBytes = 4000
+
+// openLongBeneath opens a path longer than maxResolveBytes (deep nesting:
+// a tree may hold paths of any total length) piece by piece: each piece of
+// at most maxResolveBytes, cut at a slash, is resolved beneath the
+// directory the previous piece opened, with the same guarantees.
+func openLongBeneath(dirfd int, rel string, flags int) (int, error) {
+	fd := dirfd
+	for len(rel) > maxResolveBytes {
+		cut := strings.LastIndexByte(rel[:maxResolveBytes+1], '/')
+		if cut <= 0 {
+			if fd != dirfd {
+				unix.Close(fd)
+			}
+			return -1, fmt.Errorf("open %.40s...: %w", rel, unix.ENAMETOOLONG)
+		}
+		next, err := OpenBeneath(fd, rel[:cut], unix.O_RDONLY|unix.O_DIRECTORY)
+		if fd != dirfd {
+			unix.Close(fd)
+		}
+		if err != nil {
+			return -1, err
+		}
+		fd, rel = next, rel[cut+1:]
+	}
+	res, err := OpenBeneath(fd, rel, flags)
+	if fd != dirfd {
+		unix.Close(fd)
+	}
+	return res, err
 }

@@ -192,6 +192,18 @@ func (w *walker) add(p string, st *unix.Stat_t, dirfd int) error {
 	default: // sockets and anything unknown
 		return nil
 	}
+	e.Sparse = e.Kind == KindFile && st.Blocks*512 < st.Size
+	switch {
+	case e.LinkTo != "": // its leader carries the inode's xattrs
+	case dirfd < 0:
+		if err := w.readMeta(&e, w.rootFd, ""); err != nil {
+			return err
+		}
+	default:
+		if err := w.readMeta(&e, dirfd, path.Base(p)); err != nil {
+			return err
+		}
+	}
 	w.list.Entries = append(w.list.Entries, e)
 	return nil
 }

@@ -112,8 +112,9 @@ func newBenchCompareCmd() *cobra.Command {
 		Short: "Compare two trees entry by entry; exit 1 if they differ",
 		Long: `Compare DST with SRC without following symlinks: presence, kind, size,
 contents (xxh3), permission bits with setuid/setgid/sticky, uid and gid,
-mtimes to the nanosecond (symlinks' and directories' too), symlink targets
-and hardlink groups. Each difference is printed on stdout, sorted by path;
+mtimes to the nanosecond (symlinks' and directories' too), symlink targets,
+hardlink groups, extended attributes and POSIX ACLs, and sparseness (holes
+on both sides or neither). Each difference is printed on stdout, sorted by path;
 the exit status is 0 if the trees are the same, 1 if they differ.`,
 		Example: `  restoresync bench compare /snapshots/daily.0/alice /home/alice
   restoresync bench compare --ignore-owner --max-diffs 20 /tmp/src /tmp/dst`,
@@ -133,6 +134,8 @@ func (o *benchCompareOptions) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&o.cmp.IgnoreDirTimes, "ignore-dir-times", false, "do not compare directories' mtimes")
 	f.BoolVar(&o.cmp.IgnoreRootDir, "ignore-root", false, "do not compare the mode, owner and mtime of SRC and DST themselves")
 	f.IntVar(&o.cmp.MaxDiffs, "max-diffs", 0, "stop after this many differences (0: no limit)")
+	f.BoolVar(&o.cmp.IgnoreXattrs, "ignore-xattrs", false, "do not compare extended attributes and ACLs")
+	f.BoolVar(&o.cmp.IgnoreSparse, "ignore-sparse", false, "do not compare sparseness")
 }
 
 func runBenchCompare(ctx context.Context, cmd *cobra.Command, o *benchCompareOptions, args []string) error {

@@ -20,6 +20,7 @@ var configKeys = []string{
 	"method", "jobs", "whole_file", "compress", "block_size", "read_buffer", "write_buffer",
 	"numeric_ids", "chown", "usermap", "groupmap", "chmod", "keep_setid",
 	"rsh", "remote_path", "identity", "known_hosts", "timeout", "contimeout", "verify",
+	"no_xattrs", "no_acls", "no_sparse", "no_specials", "no_devices",
 	"pre_hook", "post_hook", "bwlimit", "progress", "quiet", "verbose", "log_format",
 }
 

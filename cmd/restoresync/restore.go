@@ -119,6 +119,7 @@ func (o *restoreOptions) addFlags(cmd *cobra.Command) {
 	f.BoolVarP(&o.archive, "archive", "a", true, "accepted for rsync habit: restores are always archive-mode")
 	o.addSelectFlags(f)
 	o.addOpsFlags(f)
+	o.addMetaFlags(f)
 }
 
 func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args []string) error {
