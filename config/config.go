@@ -51,12 +51,17 @@ type File struct {
 
 // Error is a problem in a configuration file, with its position.
 type Error struct {
+	// File is the configuration file's path.
 	File string
-	Line int    // 0 when not known
-	Key  string // "" when not about one key
-	Msg  string
+	// Line is the line of the problem, from 1; 0 when not known.
+	Line int
+	// Key is the setting concerned; "" when not about one key.
+	Key string
+	// Msg says what is wrong.
+	Msg string
 }
 
+// Error returns "FILE:LINE: KEY: MSG", leaving out what is not known.
 func (e *Error) Error() string {
 	where := e.File
 	if e.Line > 0 {
