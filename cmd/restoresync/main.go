@@ -94,7 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			err = fmt.Errorf("%w\nRun 'restoresync --help' for the commands.", err)
 		}
 	}
-	if code != exitPartial || !errors.As(err, new(*exitError)) || err.Error() != "" {
+	if !errors.As(err, new(*exitError)) || err.Error() != "" { // an exitError without a message exits quietly
 		fmt.Fprintf(stderr, "restoresync: %v\n", err)
 	}
 	return code
