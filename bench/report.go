@@ -102,7 +102,7 @@ type Row struct {
 	// --server, tar) and their children, without sshd.
 	ServerCommandCPUSeconds float64 `json:"server_command_cpu_seconds"`
 	// CPUSecondsPerGiB is (ClientCPUSeconds + ServerCPUSeconds) per GiB of
-	// PayloadBytes.
+	// PayloadBytes, for full rows (0 for delta rows).
 	CPUSecondsPerGiB float64 `json:"cpu_seconds_per_gib"`
 	// ClientPeakRSSBytes is the median over runs of the client processes'
 	// peak resident set, in bytes (summed over processes that run at the

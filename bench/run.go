@@ -627,7 +627,7 @@ func (s *series) finish(res *Results) Row {
 	if r.MedianWallSeconds > 0 {
 		r.MiBPerSecond = float64(r.PayloadBytes) / (1 << 20) / r.MedianWallSeconds
 	}
-	if r.PayloadBytes > 0 && r.ClientCPUSeconds > 0 {
+	if r.Phase == PhaseFull && r.PayloadBytes > 0 && r.ClientCPUSeconds > 0 {
 		r.CPUSecondsPerGiB = (r.ClientCPUSeconds + r.ServerCPUSeconds) / (float64(r.PayloadBytes) / (1 << 30))
 	}
 	if r.WireBytes > 0 {

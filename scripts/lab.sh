@@ -81,6 +81,7 @@ KbdInteractiveAuthentication no
 PubkeyAuthentication yes
 PermitRootLogin yes
 MaxSessions 100
+Subsystem sftp internal-sftp
 MaxStartups 100
 LogLevel ERROR
 EOF
@@ -150,7 +151,7 @@ cipher=$(ssh -F "$work/ssh_config" -G lab 2>/dev/null | awk '$1=="ciphers"{print
 	echo
 	echo "![median wall time per row]($name.png)"
 	echo
-	echo "Also: [$name.svg]($name.svg), and every figure in [$name.json]($name.json) (\\`restoresync bench report --in\\` redraws it)."
+	echo "Also: [$name.svg]($name.svg), and every figure in [$name.json]($name.json) ('restoresync bench report --in $name.json' writes the table and charts again)."
 	echo
 	echo "## Machine"
 	echo
