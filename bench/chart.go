@@ -100,8 +100,11 @@ func barValue(r Row) string {
 		return "failed"
 	}
 	value := fmt.Sprintf("%.2f s", r.MedianWallSeconds)
-	if r.MiBPerSecond > 0 {
+	switch {
+	case r.MiBPerSecond >= 10:
 		value += fmt.Sprintf(", %.0f MiB/s", r.MiBPerSecond)
+	case r.MiBPerSecond > 0:
+		value += fmt.Sprintf(", %.2g MiB/s", r.MiBPerSecond)
 	}
 	if r.VsRsync > 0 {
 		value += fmt.Sprintf(", %.2f×", r.VsRsync)

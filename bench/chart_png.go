@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"io"
 	"math"
+	"strings"
 
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
@@ -68,7 +69,8 @@ func WriteChartPNG(w io.Writer, res *Results) error {
 		barLen := int(math.Round(r.MedianWallSeconds / maxWall * pngBarWidth))
 		top := y + (pngRowHeight-pngBarHeight)/2
 		fill(image.Rect(pngLabelWidth, top, pngLabelWidth+barLen, top+pngBarHeight), hexColour(barColour(r)))
-		text(pngLabelWidth+barLen+6, mid, barValue(r), hexColour("#1a202c"))
+		value := strings.ReplaceAll(barValue(r), "×", "x") // basicfont has no ×
+		text(pngLabelWidth+barLen+6, mid, value, hexColour("#1a202c"))
 	}
 	if err := png.Encode(w, img); err != nil {
 		return fmt.Errorf("write chart: %w", err)
