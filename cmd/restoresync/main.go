@@ -51,7 +51,9 @@ func main() {
 		stop()
 	}()
 	stopProfile := startProfile()
+	stopMem := startMemProfile()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stopMem()
 	stopProfile()
 	os.Exit(code)
 }
