@@ -13,6 +13,12 @@
 #   LAB_METHODS=raw,tar,rsync LAB_COMPRESS=none,zstd LAB_JOBS=4 \
 #   LAB_BASELINES=rsync,rsync-z,tar-ssh LAB_DELTA=1% scripts/lab.sh bin/restoresync
 #   LAB_NETNS=0 scripts/lab.sh bin/restoresync   # plain loopback, no shaping
+#   LAB_TMP=/dev/shm scripts/lab.sh bin/restoresync  # destinations on tmpfs
+#
+# Server CPU is what the lab's sshd reaped from its children during each
+# run (bench run --server-pid): sessions with their crypto, and the
+# commands, which 'bench rusage' also measures one by one with their peak
+# RSS.
 set -euo pipefail
 
 BIN=$(realpath "${1:-bin/restoresync}")
