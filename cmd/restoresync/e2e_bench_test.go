@@ -128,6 +128,10 @@ func TestBenchRunSSHD(t *testing.T) {
 	requireTools(t, "rsync", "tar", "ssh")
 	srv := testsshd.Start(t)
 	src := benchTree.get(t)
+	farBefore := map[string]bool{}
+	for _, d := range farDirs(t) {
+		farBefore[d] = true
+	}
 	res := runBenchJSON(t, append(sshdArgs(srv), "--src", sshdURL(srv, src), "--methods", "raw", "--compress", "zstd",
 		"--jobs", "2", "--runs", "1", "--baselines", "rsync,tar-ssh", "--delta", "5%", "--tmp", t.TempDir(),
 		"--server-pid", strconv.Itoa(srv.PID))...)
@@ -150,11 +154,9 @@ func TestBenchRunSSHD(t *testing.T) {
 		}
 	}
 	// Nothing of the far side's measuring is left on the host.
-	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "restoresync-bench-far-*")); len(left) > 0 {
-		for _, d := range left {
-			if r, _ := filepath.Glob(filepath.Join(d, "reports", "*.json")); len(r) > 0 {
-				t.Errorf("uncollected reports in %s: %v", d, r)
-			}
+	for _, d := range farDirs(t) {
+		if !farBefore[d] {
+			t.Errorf("bench run left %s behind", d)
 		}
 	}
 	full := findRow(t, res, bench.ToolRestoresync, "raw", bench.PhaseFull)
@@ -194,4 +196,15 @@ func TestBenchRunSSHD(t *testing.T) {
 	if img, err := png.Decode(f); err != nil || img.Bounds().Dy() < 24*len(res.Rows) {
 		t.Errorf("chart.png: %v", err)
 	}
+}
+
+// farDirs lists the far-side measuring directories (bench far-setup) in the
+// temporary directory.
+func farDirs(t *testing.T) []string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), "restoresync-bench-far-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
 }
