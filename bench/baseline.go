@@ -125,6 +125,9 @@ func parseRsyncStats(out []byte) (wire, payload int64) {
 func (e *env) rsync(src, dst string, extra ...string) (baselineRun, error) {
 	args := append([]string{"-aH", "--stats"}, extra...)
 	if e.remote {
+		if e.far != nil {
+			args = append(args, "--rsync-path", rshString(e.farWords("rsync")))
+		}
 		args = append(args, "-e", rshString(e.ssh), e.src.Host+":"+src+"/")
 	} else {
 		args = append(args, src+"/")
@@ -161,7 +164,7 @@ func (e *env) tarExtract(dst, archive string, gzip bool) *exec.Cmd {
 func (e *env) tarSSH(src, dst string) (baselineRun, error) {
 	var create *exec.Cmd
 	if e.remote {
-		create = e.sshCommand(tarCreate(src, false, "-")...)
+		create = e.sshCommand(e.farWords(tarCreate(src, false, "-")...)...)
 	} else {
 		create = e.command(tarCreate(src, false, "-")[0], tarCreate(src, false, "-")[1:]...)
 	}
@@ -178,7 +181,7 @@ func (e *env) tarGzSCP(src, dst string) (baselineRun, error) {
 		steps = append(steps, []*exec.Cmd{e.command(c[0], c[1:]...)})
 	} else {
 		remote := fmt.Sprintf("/tmp/restoresync-bench-%d-%d.tar.gz", os.Getpid(), e.nextID())
-		steps = append(steps, []*exec.Cmd{e.sshCommand(tarCreate(src, true, remote)...)})
+		steps = append(steps, []*exec.Cmd{e.sshCommand(e.farWords(tarCreate(src, true, remote)...)...)})
 		if e.opts.SSH.Rsh == "" {
 			args := []string{"-q", "-o", "BatchMode=yes"}
 			o := e.opts.SSH

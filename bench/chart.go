@@ -64,28 +64,11 @@ func WriteChart(w io.Writer, res *Results) error {
 		mid := y + chartRowHeight/2 + 4
 		fmt.Fprintf(&b, `<text class="label" x="%d" y="%d" text-anchor="end">%s</text>
 `, chartLabelWidth-8, mid, esc(r.Label()))
-		colour := colourRestoresync
-		switch {
-		case r.Tool != ToolRestoresync && r.Phase == PhaseDelta:
-			colour = colourBaselineD
-		case r.Tool != ToolRestoresync:
-			colour = colourBaseline
-		case r.Phase == PhaseDelta:
-			colour = colourDelta
-		}
+		colour := barColour(r)
 		barLen := r.MedianWallSeconds / maxWall * chartBarWidth
 		fmt.Fprintf(&b, `<rect class="bar" x="%d" y="%d" width="%.1f" height="%d" fill="%s"><title>%s</title></rect>
 `, chartLabelWidth, y+(chartRowHeight-chartBarHeight)/2, barLen, chartBarHeight, colour, esc(r.Label()))
-		value := fmt.Sprintf("%.2f s", r.MedianWallSeconds)
-		if r.MiBPerSecond > 0 {
-			value += fmt.Sprintf(", %.0f MiB/s", r.MiBPerSecond)
-		}
-		if r.VsRsync > 0 {
-			value += fmt.Sprintf(", %.2f×", r.VsRsync)
-		}
-		if r.Error != "" {
-			value = "failed"
-		}
+		value := barValue(r)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#1a202c">%s</text>
 `, float64(chartLabelWidth)+barLen+6, mid, esc(value))
 	}
@@ -94,6 +77,39 @@ func WriteChart(w io.Writer, res *Results) error {
 		return fmt.Errorf("write chart: %w", err)
 	}
 	return nil
+}
+
+// barColour is the colour of r's bar: restoresync blue, baselines grey,
+// delta rows lighter.
+func barColour(r Row) string {
+	switch {
+	case r.Tool != ToolRestoresync && r.Phase == PhaseDelta:
+		return colourBaselineD
+	case r.Tool != ToolRestoresync:
+		return colourBaseline
+	case r.Phase == PhaseDelta:
+		return colourDelta
+	}
+	return colourRestoresync
+}
+
+// barValue is the text after r's bar: seconds, MiB/s and the ratio to
+// rsync, or "failed".
+func barValue(r Row) string {
+	if r.Error != "" {
+		return "failed"
+	}
+	value := fmt.Sprintf("%.2f s", r.MedianWallSeconds)
+	switch {
+	case r.MiBPerSecond >= 10:
+		value += fmt.Sprintf(", %.0f MiB/s", r.MiBPerSecond)
+	case r.MiBPerSecond > 0:
+		value += fmt.Sprintf(", %.2g MiB/s", r.MiBPerSecond)
+	}
+	if r.VsRsync > 0 {
+		value += fmt.Sprintf(", %.2f×", r.VsRsync)
+	}
+	return value
 }
 
 // niceStep rounds s up to 1, 2 or 5 times a power of ten.

@@ -16,6 +16,7 @@ import (
 type measured struct {
 	wall    time.Duration
 	cpu     time.Duration // user + system of the processes and their waited-for children
+	peakRSS int64         // bytes: the largest sum over a step of its processes' peak RSS
 	relayed int64         // bytes that went through the relays between pipeline stages
 	stdout  []byte        // of the last stage of the last step
 }
@@ -33,9 +34,12 @@ func runSteps(ctx context.Context, steps [][]*exec.Cmd) (measured, error) {
 		m.wall += time.Since(start)
 		m.relayed += n
 		m.stdout = out
+		var rss int64
 		for _, c := range st {
 			m.cpu += cpuTime(c)
+			rss += peakRSS(c)
 		}
+		m.peakRSS = max(m.peakRSS, rss)
 		if err != nil {
 			return m, err
 		}
@@ -118,6 +122,19 @@ func cpuTime(c *exec.Cmd) time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// peakRSS is the peak resident set of a finished command or of the largest
+// of the children it waited for, in bytes.
+func peakRSS(c *exec.Cmd) int64 {
+	if c.ProcessState == nil {
+		return 0
+	}
+	ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0
+	}
+	return ru.Maxrss << 10 // KiB on Linux
 }
 
 // median returns the median of vs (the mean of the middle two for an even

@@ -78,7 +78,7 @@ type Row struct {
 	CompressionRatio float64 `json:"compression_ratio"`
 	// ClientCPUSeconds is the median CPU time (user + system, in seconds)
 	// of the client processes and the children they waited for (ssh, tar);
-	// the far side's sshd and agent are not included.
+	// the far side is in ServerCPUSeconds.
 	ClientCPUSeconds float64 `json:"client_cpu_seconds"`
 	// VsRsync is MedianWallSeconds divided by that of the rsync baseline
 	// of the same phase in the same run; 0 when that baseline did not run.
@@ -88,6 +88,29 @@ type Row struct {
 	Verified string `json:"verified"`
 	// Error is set when the row failed; its numbers are then incomplete.
 	Error string `json:"error,omitempty"`
+
+	// The far side (the source host) and memory.
+
+	// ServerCPUSeconds is the median CPU time (user + system, in seconds)
+	// spent on the source host: with RunOptions.ServerPID, everything its
+	// sshd reaped (sessions with their crypto, and the commands), else
+	// ServerCommandCPUSeconds; 0 when not measured (a local source, no
+	// agent there).
+	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
+	// ServerCommandCPUSeconds is the median CPU time, in seconds, of the
+	// commands the row ran on the source host (restoresync serve, rsync
+	// --server, tar) and their children, without sshd.
+	ServerCommandCPUSeconds float64 `json:"server_command_cpu_seconds"`
+	// CPUSecondsPerGiB is (ClientCPUSeconds + ServerCPUSeconds) per GiB of
+	// PayloadBytes, for full rows (0 for delta rows).
+	CPUSecondsPerGiB float64 `json:"cpu_seconds_per_gib"`
+	// ClientPeakRSSBytes is the median over runs of the client processes'
+	// peak resident set, in bytes (summed over processes that run at the
+	// same time, such as ssh and tar).
+	ClientPeakRSSBytes int64 `json:"client_peak_rss_bytes"`
+	// ServerPeakRSSBytes is the same for the commands on the source host
+	// (sshd not included); 0 when not measured.
+	ServerPeakRSSBytes int64 `json:"server_peak_rss_bytes"`
 }
 
 // Label names the row for people and charts: "raw zstd j4", "rsync -aH",
@@ -129,7 +152,8 @@ func WriteResults(w io.Writer, res *Results, format string) error {
 	return nil
 }
 
-var tableHeader = []string{"method", "codec", "jobs", "phase", "median wall s", "MiB/s", "wire MiB", "ratio", "client CPU s", "vs rsync", "verified"}
+var tableHeader = []string{"method", "codec", "jobs", "phase", "median wall s", "MiB/s", "wire MiB", "ratio",
+	"client CPU s", "server CPU s", "CPU s/GiB", "client RSS MiB", "server RSS MiB", "vs rsync", "verified"}
 
 // cells formats r's columns for the table and Markdown formats.
 func (r *Row) cells() []string {
@@ -154,6 +178,10 @@ func (r *Row) cells() []string {
 		blank(r.WireBytes > 0, fmt.Sprintf("%.1f", float64(r.WireBytes)/(1<<20))),
 		blank(r.CompressionRatio > 0, fmt.Sprintf("%.2f", r.CompressionRatio)),
 		blank(r.ClientCPUSeconds > 0, fmt.Sprintf("%.2f", r.ClientCPUSeconds)),
+		blank(r.ServerCPUSeconds > 0, fmt.Sprintf("%.2f", r.ServerCPUSeconds)),
+		blank(r.CPUSecondsPerGiB > 0, fmt.Sprintf("%.1f", r.CPUSecondsPerGiB)),
+		blank(r.ClientPeakRSSBytes > 0, fmt.Sprintf("%.0f", float64(r.ClientPeakRSSBytes)/(1<<20))),
+		blank(r.ServerPeakRSSBytes > 0, fmt.Sprintf("%.0f", float64(r.ServerPeakRSSBytes)/(1<<20))),
 		blank(r.VsRsync > 0, fmt.Sprintf("%.2f×", r.VsRsync)),
 		verified,
 	}
@@ -225,12 +253,15 @@ func writeMarkdown(w io.Writer, res *Results) error {
 func writeCSV(w io.Writer, res *Results) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"tool", "method", "codec", "jobs", "phase", "median_wall_seconds", "mib_per_second",
-		"payload_bytes", "wire_bytes", "compression_ratio", "client_cpu_seconds", "vs_rsync", "verified", "error"})
+		"payload_bytes", "wire_bytes", "compression_ratio", "client_cpu_seconds", "vs_rsync", "verified", "error",
+		"server_cpu_seconds", "server_command_cpu_seconds", "cpu_seconds_per_gib", "client_peak_rss_bytes", "server_peak_rss_bytes"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 	for _, r := range res.Rows {
 		cw.Write([]string{r.Tool, r.Method, r.Codec, strconv.Itoa(r.Jobs), r.Phase, f(r.MedianWallSeconds),
 			f(r.MiBPerSecond), strconv.FormatInt(r.PayloadBytes, 10), strconv.FormatInt(r.WireBytes, 10),
-			f(r.CompressionRatio), f(r.ClientCPUSeconds), f(r.VsRsync), r.Verified, r.Error})
+			f(r.CompressionRatio), f(r.ClientCPUSeconds), f(r.VsRsync), r.Verified, r.Error,
+			f(r.ServerCPUSeconds), f(r.ServerCommandCPUSeconds), f(r.CPUSecondsPerGiB),
+			strconv.FormatInt(r.ClientPeakRSSBytes, 10), strconv.FormatInt(r.ServerPeakRSSBytes, 10)})
 	}
 	cw.Flush()
 	return cw.Error()

@@ -56,6 +56,16 @@ type RunOptions struct {
 	TempDir string
 	// Log, when not nil, gets a line per timed run.
 	Log io.Writer
+
+	// Far-side measurement.
+
+	// ServerPID, when not 0, is the process ID of the sshd (on this host)
+	// that serves Src: each row's server CPU time is then the growth of
+	// that process's reaped children's CPU time over the run (every
+	// connection's sshd session, crypto included, and the commands under
+	// it). Nothing else may connect to that sshd during the run. 0 counts
+	// only the commands run there (see FarSetup).
+	ServerPID int
 }
 
 // applyDefaults fills in the documented defaults and checks the values.
@@ -121,6 +131,17 @@ type env struct {
 	ssh    []string          // ssh command line without the host, when remote
 	tmp    string
 	id     int
+	far    *FarSetup // nil when the far side is not measured
+	agent  string    // the restoresync binary on the source host
+}
+
+// farWords prefixes words (a command to run on the source host) with the
+// rusage wrapper when the far side is measured.
+func (e *env) farWords(words ...string) []string {
+	if e.far == nil {
+		return words
+	}
+	return append([]string{e.far.Wrap}, words...)
 }
 
 func (e *env) nextID() int { e.id++; return e.id }
@@ -155,6 +176,10 @@ type series struct {
 	base     *baseline
 	walls    []float64
 	cpus     []float64
+	rsss     []int64
+	farCPUs  []float64 // the wrapped commands'
+	farRSSs  []int64
+	sshdCPUs []float64 // the sshd's reaped children's, with RunOptions.ServerPID
 	wires    []int64
 	payloads []int64
 	verified []string
@@ -189,6 +214,9 @@ func Run(ctx context.Context, o RunOptions) (*Results, error) {
 	if e.remote {
 		if e.ssh, err = sshArgv(o.SSH, src); err != nil {
 			return nil, fmt.Errorf("%w: -e: %w", restore.ErrUsage, err)
+		}
+		if cleanup := e.setupFar(res); cleanup != nil {
+			defer cleanup()
 		}
 	} else {
 		if e.src.Path, err = filepath.Abs(src.Path); err != nil {
@@ -229,6 +257,17 @@ func Run(ctx context.Context, o RunOptions) (*Results, error) {
 		return nil, err
 	}
 	defer cleanup()
+	if o.ServerPID != 0 {
+		if _, err := reapedCPU(o.ServerPID); err != nil {
+			return nil, fmt.Errorf("%w: --server-pid: %w", restore.ErrUsage, err)
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("server CPU: the CPU time that sshd (PID %d) reaped from its children during each run: its sessions (SSH crypto included) and every command under them; the client's CPU includes the system ssh where a baseline uses it", o.ServerPID))
+	} else if e.far != nil {
+		res.Notes = append(res.Notes, "server CPU: the commands run on the source host (restoresync serve, rsync --server, tar), not sshd's own crypto")
+	}
+	if e.far != nil {
+		res.Notes = append(res.Notes, "server RSS: the sum of the peak RSS of the processes a run started on the source host (they run at the same time: one per stream); client RSS likewise for this host's processes")
+	}
 	if ref == nil {
 		res.Notes = append(res.Notes, "remote source: each result is checked by file count, sizes, dirs and links against the first row's, not entry by entry")
 	}
@@ -419,7 +458,26 @@ func deltaNote(st DeltaStats) string {
 // into dst and verifies the result. ref, when not nil, is the summary
 // remote results are checked against; the first result sets it.
 func (e *env) runOnce(s *series, phase string, run int, src, localSrc, dst string, ref **treeSummary, res *Results) {
+	var sshd0 float64
+	if pid := e.opts.ServerPID; pid != 0 {
+		sshd0, _, _ = settledReapedCPU(e.ctx, pid, 10*time.Second)
+	}
 	m, wire, payload, err := e.measure(s, src, dst)
+	sshdCPU := -1.0
+	if pid := e.opts.ServerPID; pid != 0 && err == nil {
+		if v, ok, err := settledReapedCPU(e.ctx, pid, 10*time.Second); err == nil && ok {
+			sshdCPU = v - sshd0
+		}
+	}
+	var far *FarUsage
+	if e.far != nil {
+		f, ferr := e.collectFar()
+		if ferr != nil {
+			fmt.Fprintf(e.opts.Log, "collecting the far side's usage: %v\n", ferr)
+		} else if f.Processes > 0 {
+			far = &f
+		}
+	}
 	if err == nil {
 		var verified string
 		switch {
@@ -455,9 +513,24 @@ func (e *env) runOnce(s *series, phase string, run int, src, localSrc, dst strin
 	}
 	s.walls = append(s.walls, m.wall.Seconds())
 	s.cpus = append(s.cpus, m.cpu.Seconds())
+	s.rsss = append(s.rsss, m.peakRSS)
+	if far != nil {
+		s.farCPUs = append(s.farCPUs, far.CPUSeconds)
+		s.farRSSs = append(s.farRSSs, far.PeakRSSBytes)
+	}
+	if sshdCPU >= 0 {
+		s.sshdCPUs = append(s.sshdCPUs, sshdCPU)
+	}
 	s.wires = append(s.wires, wire)
 	s.payloads = append(s.payloads, payload)
-	fmt.Fprintf(e.opts.Log, "run %d/%d %-28s %6.2f s  %6.2f CPU s  %s\n", run+1, e.opts.Runs, s.row.Label(), m.wall.Seconds(), m.cpu.Seconds(), s.verified[len(s.verified)-1])
+	server := "-"
+	switch {
+	case sshdCPU >= 0:
+		server = fmt.Sprintf("%.2f", sshdCPU)
+	case far != nil:
+		server = fmt.Sprintf("%.2f", far.CPUSeconds)
+	}
+	fmt.Fprintf(e.opts.Log, "run %d/%d %-28s %6.2f s  CPU s client %.2f server %s  %s\n", run+1, e.opts.Runs, s.row.Label(), m.wall.Seconds(), m.cpu.Seconds(), server, s.verified[len(s.verified)-1])
 }
 
 // measure runs s once from src (a path on the source host) into dst and
@@ -472,7 +545,11 @@ func (e *env) measure(s *series, src, dst string) (measured, int64, int64, error
 		if c.method != string(restore.MethodRsync) {
 			args = append(args, "--compress", c.codec)
 		}
-		args = append(args, connFlags(e.opts.SSH)...)
+		conn := e.opts.SSH
+		if e.far != nil {
+			conn.RemotePath = e.far.Agent
+		}
+		args = append(args, connFlags(conn)...)
 		args = append(args, e.location(src), dst)
 		m, err := runSteps(e.ctx, [][]*exec.Cmd{{e.command(e.opts.Binary, args...)}})
 		if err != nil {
@@ -535,6 +612,13 @@ func (s *series) finish(res *Results) Row {
 	r.WallSeconds = s.walls
 	r.MedianWallSeconds = median(s.walls)
 	r.ClientCPUSeconds = median(s.cpus)
+	r.ClientPeakRSSBytes = median(s.rsss)
+	r.ServerCommandCPUSeconds = median(s.farCPUs)
+	r.ServerPeakRSSBytes = median(s.farRSSs)
+	r.ServerCPUSeconds = r.ServerCommandCPUSeconds
+	if len(s.sshdCPUs) > 0 {
+		r.ServerCPUSeconds = median(s.sshdCPUs)
+	}
 	r.WireBytes = median(s.wires)
 	r.PayloadBytes = res.PayloadBytes
 	if r.Phase == PhaseDelta {
@@ -544,6 +628,9 @@ func (s *series) finish(res *Results) Row {
 	}
 	if r.MedianWallSeconds > 0 {
 		r.MiBPerSecond = float64(r.PayloadBytes) / (1 << 20) / r.MedianWallSeconds
+	}
+	if r.Phase == PhaseFull && r.PayloadBytes > 0 && r.ClientCPUSeconds > 0 {
+		r.CPUSecondsPerGiB = (r.ClientCPUSeconds + r.ServerCPUSeconds) / (float64(r.PayloadBytes) / (1 << 30))
 	}
 	if r.WireBytes > 0 {
 		r.CompressionRatio = float64(r.PayloadBytes) / float64(r.WireBytes)
@@ -587,4 +674,43 @@ func (res *Results) Failed() bool {
 		}
 	}
 	return false
+}
+
+// setupFar makes the far side's wrapper scripts on the source host through
+// the agent (`bench far-setup`), and returns what removes them, or nil
+// when the far side is not measured (no agent there: a note says so).
+func (e *env) setupFar(res *Results) func() {
+	e.agent = e.opts.SSH.RemotePath
+	if e.agent == "none" {
+		res.Notes = append(res.Notes, "server CPU and RSS not measured: --remote-path none (the agent wraps the far side's commands)")
+		return nil
+	}
+	if e.agent == "" {
+		e.agent = "restoresync"
+	}
+	m, err := runSteps(e.ctx, [][]*exec.Cmd{{e.sshCommand(e.agent, "bench", "far-setup")}})
+	var fs FarSetup
+	if err == nil {
+		err = json.Unmarshal(m.stdout, &fs)
+	}
+	if err != nil || fs.Wrap == "" {
+		res.Notes = append(res.Notes, fmt.Sprintf("server CPU and RSS not measured: 'bench far-setup' on %s failed: %v", e.src.Host, err))
+		return nil
+	}
+	e.far = &fs
+	return func() { e.sshCommand("rm", "-rf", fs.Dir).Run() }
+}
+
+// collectFar collects and removes the far side's usage reports of the run
+// that just ended (not timed).
+func (e *env) collectFar() (FarUsage, error) {
+	var f FarUsage
+	m, err := runSteps(e.ctx, [][]*exec.Cmd{{e.sshCommand(e.agent, "bench", "far-collect", e.far.Reports)}})
+	if err != nil {
+		return f, err
+	}
+	if err := json.Unmarshal(m.stdout, &f); err != nil {
+		return f, fmt.Errorf("bench far-collect: %w: %q", err, m.stdout)
+	}
+	return f, nil
 }

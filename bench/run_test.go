@@ -6,6 +6,8 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"encoding/xml"
+	"image/color"
+	"image/png"
 	"io"
 	"net"
 	"os"
@@ -22,7 +24,9 @@ import (
 func sampleResults() *Results {
 	res := &Results{Source: "backup:/snap/alice", Remote: true, PayloadBytes: 100 << 20, Files: 1000, Runs: 3,
 		Rows: []Row{
-			{Tool: ToolRestoresync, Method: "raw", Codec: "zstd", Jobs: 4, Phase: PhaseFull, MedianWallSeconds: 2, WireBytes: 50 << 20, Verified: "ok"},
+			{Tool: ToolRestoresync, Method: "raw", Codec: "zstd", Jobs: 4, Phase: PhaseFull, MedianWallSeconds: 2, WireBytes: 50 << 20, Verified: "ok",
+				ClientCPUSeconds: 1.25, ServerCPUSeconds: 2.5, ServerCommandCPUSeconds: 2, CPUSecondsPerGiB: 37.5,
+				ClientPeakRSSBytes: 30 << 20, ServerPeakRSSBytes: 123 << 20},
 			{Tool: ToolRestoresync, Method: "raw", Codec: "zstd", Jobs: 4, Phase: PhaseDelta, MedianWallSeconds: 0.5, WireBytes: 1 << 20, Verified: "ok"},
 			{Tool: BaselineRsync, Method: "rsync -aH", Codec: "none", Jobs: 1, Phase: PhaseFull, MedianWallSeconds: 4, WireBytes: 101 << 20, Verified: "ok"},
 			{Tool: BaselineTarSSH, Method: "tar|ssh|tar", Codec: "none", Jobs: 1, Phase: PhaseFull, Error: "ssh: exit 255 | oops"},
@@ -56,7 +60,8 @@ func TestWriteResultsFormats(t *testing.T) {
 		out := b.String()
 		switch f {
 		case "table", "markdown":
-			for _, want := range []string{"raw", "rsync -aH", "0.50×", "FAILED", "targz-scp skipped", "50.0"} {
+			for _, want := range []string{"raw", "rsync -aH", "0.50×", "FAILED", "targz-scp skipped", "50.0",
+				"server CPU s", "CPU s/GiB", "server RSS MiB", "1.25", "2.50", "37.5", "123"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("%s output lacks %q:\n%s", f, want, out)
 				}
@@ -67,14 +72,28 @@ func TestWriteResultsFormats(t *testing.T) {
 		case "csv":
 			recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
 			if err != nil || len(recs) != 1+len(res.Rows) {
-				t.Errorf("csv: %d records, %v:\n%s", len(recs), err, out)
+				t.Fatalf("csv: %d records, %v:\n%s", len(recs), err, out)
+			}
+			col := map[string]string{}
+			for i, h := range recs[0] {
+				col[h] = recs[1][i]
+			}
+			for k, want := range map[string]string{"server_cpu_seconds": "2.5000", "server_command_cpu_seconds": "2.0000",
+				"client_peak_rss_bytes": "31457280", "server_peak_rss_bytes": "128974848", "cpu_seconds_per_gib": "37.5000", "vs_rsync": "0.5000"} {
+				if col[k] != want {
+					t.Errorf("csv %s = %q, want %q", k, col[k], want)
+				}
 			}
 		case "json":
 			var back Results
 			if err := json.Unmarshal(b.Bytes(), &back); err != nil {
 				t.Fatalf("json: %v", err)
 			}
-			if len(back.Rows) != len(res.Rows) || back.Rows[0].CompressionRatio != 0 || back.Rows[0].MiBPerSecond != 50 {
+			if !strings.Contains(out, `"server_cpu_seconds": 2.5`) || !strings.Contains(out, `"server_peak_rss_bytes": 128974848`) {
+				t.Errorf("json lacks the server fields:\n%s", out)
+			}
+			if len(back.Rows) != len(res.Rows) || back.Rows[0].CompressionRatio != 0 || back.Rows[0].MiBPerSecond != 50 ||
+				back.Rows[0].ServerCPUSeconds != 2.5 || back.Rows[0].ClientPeakRSSBytes != 30<<20 {
 				t.Errorf("json round trip: %+v", back.Rows[0])
 			}
 		}
@@ -114,6 +133,68 @@ func TestWriteChart(t *testing.T) {
 	}
 	if bars != len(res.Rows) || labels != len(res.Rows) {
 		t.Errorf("%d bars and %d labels for %d rows", bars, labels, len(res.Rows))
+	}
+}
+
+func TestWriteChartPNG(t *testing.T) {
+	res := sampleResults()
+	res.Rows[0].Method = strings.Repeat("a very long method name ", 5)
+	var b bytes.Buffer
+	if err := WriteChartPNG(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(&b)
+	if err != nil {
+		t.Fatalf("not a PNG: %v", err)
+	}
+	wantH := pngTop + len(res.Rows)*pngRowHeight + pngBottom
+	if got := img.Bounds(); got.Dx() != pngLabelWidth+pngBarWidth+pngValueWidth || got.Dy() != wantH {
+		t.Fatalf("size %v, want 1000×%d", got, wantH)
+	}
+	white := color.RGBAModel.Convert(color.White)
+	at := func(row, x int) color.Color {
+		return color.RGBAModel.Convert(img.At(pngLabelWidth+x, pngTop+row*pngRowHeight+pngRowHeight/2))
+	}
+	// Row 0 (raw, 2 s), row 2 (rsync, 4 s: the longest bar), row 3 (failed).
+	if c := at(0, 5); c != hexColour(colourRestoresync) {
+		t.Errorf("restoresync bar pixel %v, want %s", c, colourRestoresync)
+	}
+	if c := at(1, 5); c != hexColour(colourDelta) {
+		t.Errorf("delta bar pixel %v, want %s", c, colourDelta)
+	}
+	if c := at(2, pngBarWidth-2); c != hexColour(colourBaseline) {
+		t.Errorf("end of the longest bar %v, want %s", c, colourBaseline)
+	}
+	if c := at(0, pngBarWidth/2+20); c == hexColour(colourRestoresync) {
+		t.Errorf("a 2 s bar reaches past half of a 4 s one")
+	}
+	if c := at(3, 1); c != white {
+		t.Errorf("failed row has a bar: %v", c)
+	}
+	// The label column holds text: some dark pixels left of every bar.
+	for row := range res.Rows {
+		dark := false
+		for x := 0; x < pngLabelWidth-4 && !dark; x++ {
+			for dy := -6; dy <= 6; dy++ {
+				r, g, b, _ := img.At(x, pngTop+row*pngRowHeight+pngRowHeight/2+dy).RGBA()
+				if r < 0x8000 && g < 0x8000 && b < 0x8000 {
+					dark = true
+					break
+				}
+			}
+		}
+		if !dark {
+			t.Errorf("row %d has no label", row)
+		}
+	}
+}
+
+func TestFitText(t *testing.T) {
+	if got := fitText("abcdefgh", 5); got != "ab..." {
+		t.Errorf("fitText = %q", got)
+	}
+	if got := fitText("abc", 5); got != "abc" {
+		t.Errorf("fitText = %q", got)
 	}
 }
 

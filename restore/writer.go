@@ -321,7 +321,10 @@ func (w *Writer) WriteItem(ctx context.Context, it *transfer.Item, r io.Reader) 
 func (w *Writer) copyData(f *os.File, it *transfer.Item, r io.Reader) error {
 	bw := w.bufs.Get().(*bufio.Writer)
 	defer w.bufs.Put(bw)
-	var dst io.Writer = f
+	// writerOnly hides *os.File's ReadFrom: through it, bufio's ReadFrom
+	// would hand each file to os.File.ReadFrom, whose generic path
+	// allocates a fresh copy buffer per call (a GC cost per small file).
+	var dst io.Writer = writerOnly{f}
 	sparse := it.Entry.Sparse && !w.opts.NoSparse
 	switch {
 	case sparse:
@@ -348,6 +351,9 @@ func (w *Writer) copyData(f *os.File, it *transfer.Item, r io.Reader) error {
 	}
 	return nil
 }
+
+// writerOnly is an io.Writer with no other methods (no io.ReaderFrom).
+type writerOnly struct{ io.Writer }
 
 // Commit implements transfer.Sink: the split file e, all of whose blocks
 // have been written, gets its metadata and is renamed into place.

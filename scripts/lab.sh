@@ -4,7 +4,7 @@
 # (LAB_RATE with tc HTB on lo for the sshd port; LAB_DELAY each way through
 # 'restoresync bench relay', since this kernel has no netem), a generated
 # account, then 'restoresync bench run' with the baselines. It writes
-# bench/results/<date>-<profile>-<link>.md (and .svg) and tears everything
+# bench/results/<date>-<profile>-<link>.md (and .json, .svg, .png) and tears everything
 # down on exit. Without ip/tc (or when a namespace cannot be made) it runs
 # over plain, unshaped loopback and says so.
 #
@@ -13,6 +13,12 @@
 #   LAB_METHODS=raw,tar,rsync LAB_COMPRESS=none,zstd LAB_JOBS=4 \
 #   LAB_BASELINES=rsync,rsync-z,tar-ssh LAB_DELTA=1% scripts/lab.sh bin/restoresync
 #   LAB_NETNS=0 scripts/lab.sh bin/restoresync   # plain loopback, no shaping
+#   LAB_TMP=/dev/shm scripts/lab.sh bin/restoresync  # destinations on tmpfs
+#
+# Server CPU is what the lab's sshd reaped from its children during each
+# run (bench run --server-pid): sessions with their crypto, and the
+# commands, which 'bench rusage' also measures one by one with their peak
+# RSS.
 set -euo pipefail
 
 BIN=$(realpath "${1:-bin/restoresync}")
@@ -26,6 +32,7 @@ LAB_COMPRESS=${LAB_COMPRESS:-none,zstd}
 LAB_JOBS=${LAB_JOBS:-4}
 LAB_BASELINES=${LAB_BASELINES:-rsync,rsync-z,tar-ssh}
 LAB_DELTA=${LAB_DELTA:-}
+LAB_TMP=${LAB_TMP:-}       # where the destinations go (default: the lab's work dir; /dev/shm for tmpfs)
 RESULTS=${LAB_RESULTS:-$(dirname "$0")/../bench/results}
 
 if [ "$(id -u)" != 0 ]; then
@@ -80,11 +87,13 @@ KbdInteractiveAuthentication no
 PubkeyAuthentication yes
 PermitRootLogin yes
 MaxSessions 100
+Subsystem sftp internal-sftp
 MaxStartups 100
 LogLevel ERROR
 EOF
 "${run[@]}" /usr/sbin/sshd -D -e -f "$work/sshd_config" 2>"$work/sshd.log" &
-pids+=($!)
+sshd_pid=$!   # ip netns exec execs sshd: this is the listener, whose reaped children are the far side
+pids+=($sshd_pid)
 
 if [ "$mode" = netns ]; then
 	# The shaped link: sshd's traffic both ways in an HTB class at
@@ -119,8 +128,8 @@ Host lab
 	LogLevel ERROR
 EOF
 
-load=$(cut -d' ' -f1-3 /proc/loadavg)
 src="$work/src"
+LAB_TMP=${LAB_TMP:-$work}
 "$BIN" bench gen --profile "$LAB_PROFILE" --scale "$LAB_SCALE" --seed 1 "$src"
 
 date=$(date +%Y-%m-%d)
@@ -129,9 +138,13 @@ name="$date-$LAB_PROFILE-$link"
 out="$RESULTS/$name.md"
 delta=()
 [ -n "$LAB_DELTA" ] && delta=(--delta "$LAB_DELTA")
-"${run[@]}" "$BIN" bench run --src "lab:$src" -F "$work/ssh_config" --remote-path "$BIN" \
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+"${run[@]}" "$BIN" bench run --src "lab:$src" -F "$work/ssh_config" --remote-path "$BIN" --server-pid "$sshd_pid" \
 	--methods "$LAB_METHODS" --compress "$LAB_COMPRESS" --jobs "$LAB_JOBS" --baselines "$LAB_BASELINES" \
-	--runs "$LAB_RUNS" "${delta[@]}" --tmp "$work" --format markdown --out "$work/table.md" --chart "$RESULTS/$name.svg"
+	--runs "$LAB_RUNS" "${delta[@]}" --tmp "$LAB_TMP" --format json --out "$RESULTS/$name.json" || status=$?
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+"$BIN" bench report --in "$RESULTS/$name.json" --format markdown --out "$work/table.md" \
+	--chart "$RESULTS/$name.svg" --chart "$RESULTS/$name.png"
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 cipher=$(ssh -F "$work/ssh_config" -G lab 2>/dev/null | awk '$1=="ciphers"{print $2}' | cut -d, -f1)
@@ -142,21 +155,25 @@ cipher=$(ssh -F "$work/ssh_config" -G lab 2>/dev/null | awk '$1=="ciphers"{print
 	echo
 	cat "$work/table.md"
 	echo
-	echo "![median wall time per row]($name.svg)"
+	echo "![median wall time per row]($name.png)"
+	echo
+	echo "Also: [$name.svg]($name.svg), and every figure in [$name.json]($name.json) ('restoresync bench report --in $name.json' writes the table and charts again)."
 	echo
 	echo "## Machine"
 	echo
 	echo "- CPU: $cpu, $(nproc) cores (client and server share them)"
-	echo "- kernel: $(uname -r); load average before the run: $load (other work on the machine skews the numbers)"
+	echo "- kernel: $(uname -r); load average (1, 5, 15 min) before the run: $load, after: $load_after (other work on the machine shares the cores and skews the numbers; ratios within one run stay comparable)"
 	echo "- Go: $(go version 2>/dev/null | awk '{print $3}' || echo unknown); restoresync $("$BIN" --version | awk '{print $NF}')"
 	echo "- OpenSSH: $(ssh -V 2>&1)"
 	echo "- rsync: $(rsync --version 2>/dev/null | awk 'NR==1' || true)"
 	echo "- SSH cipher: OpenSSH client (baselines) ${cipher:-default}; restoresync's built-in client prefers aes128-gcm@openssh.com"
 	if [ "$mode" = netns ]; then
-		echo "- link: network namespace loopback, MTU 1500, tc HTB $LAB_RATE on the sshd port, $LAB_DELAY each way by a TCP relay (no netem in this kernel)"
+		echo "- link: network namespace loopback, MTU 1500, tc HTB $LAB_RATE on the sshd port, $LAB_DELAY each way by a TCP relay (no netem in this kernel; the relay's CPU is the link's, counted on neither side)"
+	echo "- destinations: $LAB_TMP; server CPU: what the lab's sshd (PID $sshd_pid) reaped from its children during each run (sessions with their crypto, and the commands); server RSS: the wrapped commands' (bench rusage)"
 	else
 		echo "- link: plain loopback, unshaped (LAB_NETNS=0, or ip/tc/network namespaces unavailable)"
 	fi
 } >"$out"
 echo "lab: wrote $out" >&2
 cat "$out"
+exit "${status:-0}"

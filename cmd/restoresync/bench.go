@@ -33,6 +33,7 @@ its source, 'run' times restore methods against rsync and tar on a tree.`,
   restoresync bench run --src backup:/snapshots/daily.0/alice --format markdown`,
 	}
 	cmd.AddCommand(newBenchGenCmd(), newBenchCompareCmd(), newBenchRunCmd(), newBenchDeltaCopyCmd(), newBenchRelayCmd())
+	cmd.AddCommand(append(newBenchFarCmds(), newBenchReportCmd())...)
 	return cmd
 }
 
@@ -209,13 +210,14 @@ func (o *benchRunOptions) addFlags(cmd *cobra.Command) {
 	f.Int64Var(&r.Seed, "seed", 1, "select which files --delta changes")
 	f.StringVar(&o.format, "format", o.format, "output format: "+strings.Join(bench.Formats(), ", "))
 	f.StringVarP(&o.out, "out", "o", "", "write the results to this file instead of stdout")
-	f.StringVar(&o.chart, "chart", "", "draw the median wall times as an SVG bar chart into this file")
+	f.StringVar(&o.chart, "chart", "", "draw the median wall times as a bar chart into this file (.svg or .png)")
 	f.StringVar(&r.TempDir, "tmp", "", "directory for the destinations (default: the system's temporary directory)")
 	f.StringVarP(&r.SSH.Rsh, "rsh", "e", "", "remote shell command for restores and baselines (e.g. 'ssh -p 2222')")
 	f.StringVar(&r.SSH.RemotePath, "remote-path", "", "restoresync binary on the remote host; 'none': no agent there")
 	f.StringVarP(&r.SSH.ConfigFile, "config-file", "F", "", "ssh_config file")
 	f.StringArrayVarP(&r.SSH.Identities, "identity", "i", nil, "private key file (repeatable)")
 	f.StringArrayVar(&r.SSH.KnownHosts, "known-hosts", nil, "known_hosts file (repeatable)")
+	o.addFarFlags(f)
 }
 
 func runBenchRun(ctx context.Context, cmd *cobra.Command, o *benchRunOptions) error {
@@ -250,7 +252,7 @@ func runBenchRun(ctx context.Context, cmd *cobra.Command, o *benchRunOptions) er
 		return err
 	}
 	if o.chart != "" {
-		if err := writeFile(o.chart, func(w io.Writer) error { return bench.WriteChart(w, res) }); err != nil {
+		if err := writeChartFile(o.chart, res); err != nil {
 			return err
 		}
 	}

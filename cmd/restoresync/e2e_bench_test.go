@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"encoding/xml"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -125,8 +128,13 @@ func TestBenchRunSSHD(t *testing.T) {
 	requireTools(t, "rsync", "tar", "ssh")
 	srv := testsshd.Start(t)
 	src := benchTree.get(t)
+	farBefore := map[string]bool{}
+	for _, d := range farDirs(t) {
+		farBefore[d] = true
+	}
 	res := runBenchJSON(t, append(sshdArgs(srv), "--src", sshdURL(srv, src), "--methods", "raw", "--compress", "zstd",
-		"--jobs", "2", "--runs", "1", "--baselines", "rsync,tar-ssh", "--delta", "5%", "--tmp", t.TempDir())...)
+		"--jobs", "2", "--runs", "1", "--baselines", "rsync,tar-ssh", "--delta", "5%", "--tmp", t.TempDir(),
+		"--server-pid", strconv.Itoa(srv.PID))...)
 	if !res.Remote {
 		t.Errorf("results: remote = false for %s", res.Source)
 	}
@@ -136,6 +144,19 @@ func TestBenchRunSSHD(t *testing.T) {
 		}
 		if row.MedianWallSeconds <= 0 || row.WireBytes <= 0 {
 			t.Errorf("row %s: want positive wall time and wire bytes, got %+v", row.Label(), row)
+		}
+		// Both ends measured: the far side's commands ran under the
+		// rusage wrapper, and sshd's reaped time holds them and more.
+		if row.ServerCommandCPUSeconds <= 0 || row.ServerCPUSeconds < row.ServerCommandCPUSeconds ||
+			row.ServerPeakRSSBytes < 1<<20 || row.ClientPeakRSSBytes < 1<<20 {
+			t.Errorf("row %s: want server CPU >= its commands' CPU > 0 and both peak RSS > 1 MiB, got server %.3f s (commands %.3f s), RSS client %d server %d",
+				row.Label(), row.ServerCPUSeconds, row.ServerCommandCPUSeconds, row.ClientPeakRSSBytes, row.ServerPeakRSSBytes)
+		}
+	}
+	// Nothing of the far side's measuring is left on the host.
+	for _, d := range farDirs(t) {
+		if !farBefore[d] {
+			t.Errorf("bench run left %s behind", d)
 		}
 	}
 	full := findRow(t, res, bench.ToolRestoresync, "raw", bench.PhaseFull)
@@ -155,4 +176,35 @@ func TestBenchRunSSHD(t *testing.T) {
 	if full.CompressionRatio <= 1 {
 		t.Errorf("raw zstd: compression ratio %v, want > 1 on a hosting tree", full.CompressionRatio)
 	}
+	// bench report redraws the saved results: CSV with a row each, and a PNG chart.
+	dir := t.TempDir()
+	js, _ := json.Marshal(res)
+	in := filepath.Join(dir, "res.json")
+	if err := os.WriteFile(in, js, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pngFile := filepath.Join(dir, "chart.png")
+	r := mustRun(t, "bench", "report", "--in", in, "--format", "csv", "--chart", pngFile, "--chart", filepath.Join(dir, "chart.svg"))
+	if recs, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll(); err != nil || len(recs) != 1+len(res.Rows) {
+		t.Errorf("bench report --format csv: %d records, %v", len(recs), err)
+	}
+	f, err := os.Open(pngFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if img, err := png.Decode(f); err != nil || img.Bounds().Dy() < 24*len(res.Rows) {
+		t.Errorf("chart.png: %v", err)
+	}
+}
+
+// farDirs lists the far-side measuring directories (bench far-setup) in the
+// temporary directory.
+func farDirs(t *testing.T) []string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), "restoresync-bench-far-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
 }

@@ -51,7 +51,9 @@ func main() {
 		stop()
 	}()
 	stopProfile := startProfile()
+	stopMem := startMemProfile()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stopMem()
 	stopProfile()
 	os.Exit(code)
 }
@@ -95,7 +97,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			err = fmt.Errorf("%w\nRun 'restoresync --help' for the commands.", err)
 		}
 	}
-	if code != exitPartial || !errors.As(err, new(*exitError)) || err.Error() != "" {
+	if !errors.As(err, new(*exitError)) || err.Error() != "" { // an exitError without a message exits quietly
 		fmt.Fprintf(stderr, "restoresync: %v\n", err)
 	}
 	return code

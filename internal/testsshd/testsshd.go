@@ -56,6 +56,9 @@ type Server struct {
 	// HostKey is sshd's ed25519 host key, the one in KnownHostsFile. sshd
 	// also has an ECDSA host key that is in no known_hosts file.
 	HostKey ssh.PublicKey
+	// PID is the listening sshd's process ID (each connection is served
+	// by a child of it).
+	PID int
 
 	dir     string
 	logFile string // sshd's stderr
@@ -158,6 +161,7 @@ LogLevel ERROR
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("testsshd: start %s: %v", SSHDPath, err)
 	}
+	s.PID = cmd.Process.Pid
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
