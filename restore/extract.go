@@ -66,6 +66,7 @@ type extractor struct {
 	files    map[string]fileRec        // regular files of the archive extracted or up to date, by path
 	finish   []treewalk.Entry          // symlinks, special files and hardlinks, for Finish
 	names    map[string]bool           // every entry's path, on an agent's stream only (protoErr set)
+	lost     map[string]bool           // regular files of the archive that failed
 	entries  int                       // headers read, markers included
 }
 
@@ -315,6 +316,9 @@ func (x *extractor) check(e *treewalk.Entry) error {
 	}
 	if e.IsHardlink() {
 		rec, ok := x.files[e.LinkTo]
+		if !ok && x.lost[e.LinkTo] {
+			return fmt.Errorf("hardlink to %s, which could not be restored", e.LinkTo)
+		}
 		if !ok {
 			return fmt.Errorf("hardlink to %s, which is not an earlier regular file of the archive", e.LinkTo)
 		}
@@ -407,6 +411,12 @@ func (x *extractor) file(ctx context.Context, e *treewalk.Entry, data io.Reader,
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		x.mu.Lock()
+		if x.lost == nil {
+			x.lost = map[string]bool{}
+		}
+		x.lost[e.Path] = true
+		x.mu.Unlock()
 		x.fail(e.Path, err)
 		return nil
 	}
