@@ -31,6 +31,8 @@ import (
 //     the archive (symlinks are only created at the end, by Finish, and the
 //     writer never follows one, but the archive is told it is wrong);
 //   - a hardlink whose target is not an earlier regular file of the archive;
+//   - on the agent's stream (never on an archive file, where a repeated
+//     name replaces the earlier one, as with GNU tar), a path seen before;
 //   - a device file when not running as root;
 //   - anything the file system refuses (a name too long: ENAMETOOLONG).
 //
@@ -63,6 +65,8 @@ type extractor struct {
 	symlinks map[string]bool           // symlink entries of the archive
 	files    map[string]fileRec        // regular files of the archive extracted or up to date, by path
 	finish   []treewalk.Entry          // symlinks, special files and hardlinks, for Finish
+	names    map[string]bool           // every entry's path, on an agent's stream only (protoErr set)
+	lost     map[string]bool           // regular files of the archive that failed
 	entries  int                       // headers read, markers included
 }
 
@@ -286,6 +290,17 @@ func (x *extractor) entry(ctx context.Context, hdr *tar.Header, data io.Reader, 
 func (x *extractor) check(e *treewalk.Entry) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if x.protoErr != nil {
+		// The agent's tar-sender lists each path once; an archive file
+		// may repeat a name (tar --append), and there the last one wins.
+		if x.names[e.Path] {
+			return errors.New("listed twice in the agent's stream: refused")
+		}
+		if x.names == nil {
+			x.names = map[string]bool{}
+		}
+		x.names[e.Path] = true
+	}
 	for d := path.Dir(e.Path); d != "." && d != "/"; d = path.Dir(d) {
 		if x.symlinks[d] {
 			return fmt.Errorf("path goes through %s, a symlink earlier in the archive: refused", d)
@@ -301,6 +316,9 @@ func (x *extractor) check(e *treewalk.Entry) error {
 	}
 	if e.IsHardlink() {
 		rec, ok := x.files[e.LinkTo]
+		if !ok && x.lost[e.LinkTo] {
+			return fmt.Errorf("hardlink to %s, which could not be restored", e.LinkTo)
+		}
 		if !ok {
 			return fmt.Errorf("hardlink to %s, which is not an earlier regular file of the archive", e.LinkTo)
 		}
@@ -393,6 +411,12 @@ func (x *extractor) file(ctx context.Context, e *treewalk.Entry, data io.Reader,
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		x.mu.Lock()
+		if x.lost == nil {
+			x.lost = map[string]bool{}
+		}
+		x.lost[e.Path] = true
+		x.mu.Unlock()
 		x.fail(e.Path, err)
 		return nil
 	}

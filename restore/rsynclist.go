@@ -56,6 +56,9 @@ func parseFindList(r io.Reader) (treewalk.List, error) {
 				if n == 0 {
 					return list, fmt.Errorf("%w: no entries (is PATH a directory?)", errFindOutput)
 				}
+				if err := treewalk.CheckList(list.Entries); err != nil {
+					return list, fmt.Errorf("%w: %w", errFindOutput, err) // a name twice
+				}
 				return list, nil
 			}
 			if err != nil {

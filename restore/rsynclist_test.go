@@ -123,6 +123,8 @@ func TestParseFindListRejects(t *testing.T) {
 		"huge field":      root + strings.Repeat("x", maxFindField+10),
 		"empty symlink":   root + rec("l", "777", "0", "0", "r", "r", "3", "1.5", "1", "3", "1", "a", "", "8"),
 		"not find at all": "bash: find: command not found\n",
+		"a name twice":    root + file("a") + file("a"),
+		"beneath a file":  root + file("a") + file("a/b"),
 	} {
 		if l, err := parseFindList(strings.NewReader(in)); err == nil {
 			t.Errorf("%s: no error; entries %+v", name, l.Entries)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -568,6 +569,15 @@ func (d *decoder) entries() ([]treewalk.Entry, error) {
 		}
 		out = append(out, e)
 		prev = &out[len(out)-1]
+	}
+	// The list as a whole: no path twice, hardlinks only to earlier
+	// leaders of the list, nothing beneath a listed file or symlink.
+	if err := treewalk.CheckList(out); err != nil {
+		var pe *treewalk.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%w: entry %q: %w", ErrProtocol, pe.Path, pe.Err)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
 	return out, nil
 }

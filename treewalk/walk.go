@@ -165,11 +165,8 @@ func (w *walker) add(p string, st *unix.Stat_t, dirfd int) error {
 		e.Kind = KindFile
 		e.Size = st.Size
 		if st.Nlink > 1 {
-			key := devIno{st.Dev, st.Ino}
-			if leader, ok := w.links[key]; ok {
+			if leader, ok := w.links[devIno{st.Dev, st.Ino}]; ok {
 				e.LinkTo = leader
-			} else {
-				w.links[key] = p
 			}
 		}
 	case unix.S_IFDIR:
@@ -203,6 +200,11 @@ func (w *walker) add(p string, st *unix.Stat_t, dirfd int) error {
 		if err := w.readMeta(&e, dirfd, path.Base(p)); err != nil {
 			return err
 		}
+	}
+	if e.Kind == KindFile && e.LinkTo == "" && st.Nlink > 1 {
+		// The group's leader is the first of its paths that is listed:
+		// one that failed above is not, and links to it would dangle.
+		w.links[devIno{st.Dev, st.Ino}] = p
 	}
 	w.list.Entries = append(w.list.Entries, e)
 	return nil
