@@ -25,8 +25,10 @@ func (o *benchRunOptions) addFarFlags(f *pflag.FlagSet) {
 // host to measure the far side: far-setup, rusage and far-collect.
 func newBenchFarCmds() []*cobra.Command {
 	setup := &cobra.Command{
-		Use:    "far-setup",
-		Short:  "Make the wrapper scripts that measure the far side of bench run; print them as JSON",
+		Use:   "far-setup",
+		Short: "Make the wrapper scripts that measure the far side of bench run; print them as JSON",
+		Example: `  # what bench run asks the agent on the source host for
+  ssh backup restoresync bench far-setup`,
 		Hidden: true,
 		Args:   usageArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -46,8 +48,10 @@ func newBenchFarCmds() []*cobra.Command {
 	}
 	var out string
 	rusage := &cobra.Command{
-		Use:    "rusage --out DIR -- COMMAND [ARG...]",
-		Short:  "Run COMMAND and write its CPU time and peak RSS (children included) to a report in DIR",
+		Use:   "rusage --out DIR -- COMMAND [ARG...]",
+		Short: "Run COMMAND and write its CPU time and peak RSS (children included) to a report in DIR",
+		Example: `  # measure a tar of an account, as bench run does for its tar baselines
+  restoresync bench rusage --out /tmp/restoresync-bench-far-x/reports -- tar -C /snap/alice -cf - .`,
 		Hidden: true,
 		Args:   cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -67,8 +71,10 @@ func newBenchFarCmds() []*cobra.Command {
 	rusage.Flags().StringVar(&out, "out", "", "directory for the report (created if missing)")
 	rusage.Flags().SetInterspersed(false) // COMMAND's own flags are its
 	collect := &cobra.Command{
-		Use:    "far-collect DIR",
-		Short:  "Sum and remove the reports in DIR; print the sum as JSON",
+		Use:   "far-collect DIR",
+		Short: "Sum and remove the reports in DIR; print the sum as JSON",
+		Example: `  # after a run: what the far side's commands used
+  restoresync bench far-collect /tmp/restoresync-bench-far-x/reports`,
 		Hidden: true,
 		Args:   usageArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -102,7 +108,10 @@ func newBenchReportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report --in RESULTS.json [--format F] [--out FILE] [--chart FILE.svg|FILE.png]...",
 		Short: "Write saved 'bench run --format json' results as a table and bar charts",
-		Args:  usageArgs(0),
+		Example: `  # redraw a lab run's results as Markdown and a PNG chart
+  restoresync bench report --in bench/results/2026-11-30-hosting-1gbit-0.5ms.json \
+      --format markdown --chart /tmp/hosting.png`,
+		Args: usageArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if in == "" {
 				return &usageError{"bench report needs --in RESULTS.json"}
