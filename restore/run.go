@@ -89,7 +89,9 @@ type Options struct {
 	Filters []treewalk.Rule
 	// FilesFrom, when not nil, lists the paths to restore, relative to
 	// Src (rsync's --files-from): each lands at DST/<path>, directories
-	// with everything below them.
+	// with everything below them. Items that are empty or start with "#"
+	// or ";" are skipped, as rsync skips such lines (treewalk.IsComment);
+	// "./#name" lists a path that starts with one.
 	FilesFrom []string
 	// Delete removes from DST what the source lacks, below the restored
 	// SRCs only; entries the Filters exclude are kept (rsync's --delete).

@@ -125,11 +125,15 @@ func TestSelectionMatchesRsync(t *testing.T) {
 		{name: "escaped-bracket", rules: []treewalk.Rule{ex(`a\[b\].txt`)}},
 		{name: "first-match-wins", rules: []treewalk.Rule{in("*.php"), ex("/public_html/*"), ex("/public_html/wp-content")}},
 		{name: "literal-with-slash", rules: []treewalk.Rule{ex("akismet/readme.txt")}},
+		{name: "clear-list", rules: []treewalk.Rule{ex("*.php"), in("*.log"), ex("!"), ex("*.txt"), in("!"), ex("logs/")}},
+		{name: "empty-pattern", rules: []treewalk.Rule{ex(""), in(""), ex("*.log")}},
+		{name: "unknown-class", rules: []treewalk.Rule{ex("[![:foo:]]*"), ex("[[:nope:]]*"), ex("*.png")}},
 		{name: "several-srcs", srcs: []string{"public_html", "logs", "My Documents/notes.txt"}, rules: []treewalk.Rule{ex("/logs/old"), ex("*.png")}},
 		{name: "several-srcs-excluded-src", srcs: []string{"public_html", "logs"}, rules: []treewalk.Rule{ex("logs")}},
 		{name: "relative", srcs: []string{"./public_html/wp-content", "./mail/cur"}, relative: true, rules: []treewalk.Rule{ex("*.txt")}},
 		{name: "relative-implied-not-filtered", srcs: []string{"./public_html/wp-content/uploads"}, relative: true, rules: []treewalk.Rule{ex("public_html")}},
 		{name: "files-from", filesFrom: []string{"public_html/wp-content", "mail/new", ".bash_history", "My Documents/notes.txt", "logs/old/"}, rules: []treewalk.Rule{ex("*.png")}},
+		{name: "files-from-comments", filesFrom: []string{"# lost files", "; and more", "", "public_html/index.php", "./.bash_history", "mail/new"}},
 	}
 	pipe := transfer.PipeDialer{Config: transfer.ServerConfig{NewSink: restore.NewSink, Version: "test"}}
 	for _, c := range cases {
@@ -137,7 +141,13 @@ func TestSelectionMatchesRsync(t *testing.T) {
 			tmp := t.TempDir()
 			rdst, odst := filepath.Join(tmp, "rsync"), filepath.Join(tmp, "ours")
 			args := append([]string{"-a"}, rsyncRuleArgs(c.rules)...)
-			o := restore.Options{Dst: odst, Dialer: pipe, Filters: c.rules, Relative: c.relative, Compression: transfer.DefaultCompression}
+			// The rules are command-line patterns: "!" and "" fold as in
+			// rsync (treewalk.AddRule), as the restore command folds them.
+			var filters []treewalk.Rule
+			for _, r := range c.rules {
+				filters = treewalk.AddRule(filters, r.Pattern, r.Include)
+			}
+			o := restore.Options{Dst: odst, Dialer: pipe, Filters: filters, Relative: c.relative, Compression: transfer.DefaultCompression}
 			switch {
 			case c.filesFrom != nil:
 				list := filepath.Join(tmp, "list")

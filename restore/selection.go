@@ -107,7 +107,7 @@ func planSelection(o Options, src transfer.Location) (selection, error) {
 			return s, fmt.Errorf("%w: --files-from takes one SRC, the directory its paths are relative to", ErrUsage)
 		}
 		for n, line := range o.FilesFrom {
-			if line == "" {
+			if treewalk.IsComment(line) {
 				continue
 			}
 			rel, err := cleanRel(line)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -32,6 +33,10 @@ import (
 //     set ("[!...]" or "[^...]" negated, ranges "a-z", classes like
 //     "[:digit:]"), and "\" makes the next character literal. A pattern
 //     with none of "*?[" is compared literally (a "\" is then itself).
+//     A set naming an unknown class ("[[:foo:]]") makes the pattern match
+//     nothing, as in rsync;
+//   - on the command line and in pattern files, "!" clears the rules
+//     given so far and an empty pattern is ignored (AddRule).
 
 // ErrBadPattern is wrapped by the errors of ParseRule and NewFilter for a
 // pattern that cannot be used.
@@ -68,7 +73,8 @@ func ParseRule(s string) (Rule, error) {
 
 // CommandLineRule is the rule of an --include (include true) or
 // --exclude pattern: as rsync does, a pattern that starts with "+ " or
-// "- " says itself whether it includes or excludes.
+// "- " says itself whether it includes or excludes. It does not know the
+// rule list, so "!" and "" are patterns here: AddRule handles them.
 func CommandLineRule(pattern string, include bool) Rule {
 	if r, err := ParseRule(pattern); err == nil {
 		return r
@@ -76,24 +82,58 @@ func CommandLineRule(pattern string, include bool) Rule {
 	return Rule{Include: include, Pattern: pattern}
 }
 
-// ReadRules reads the patterns of an --include-from or --exclude-from
-// file (include says which): one a line, or NUL-separated with nul (rsync's
-// --from0). Empty lines and lines starting with "#" or ";" are skipped, as
-// rsync does; a line starting with "+ " or "- " says itself what it is. It
-// returns the rules in file order and read errors.
-func ReadRules(r io.Reader, include, nul bool) ([]Rule, error) {
+// ClearRules is the pattern that clears the include/exclude list built so
+// far (rsync's "!" rule, from --include, --exclude or a line of their
+// -from files): the rules given after it are the only ones.
+const ClearRules = "!"
+
+// AddRule appends to rules the rule of an --include (include true) or
+// --exclude PATTERN, as rsync reads one (rsync(1), "FILTER RULES"): "!"
+// alone (ClearRules) drops every rule so far and returns an empty list,
+// an empty pattern adds nothing, and "+ " or "- " in front says whether
+// the rest includes or excludes (so "- !" excludes a file named "!").
+func AddRule(rules []Rule, pattern string, include bool) []Rule {
+	switch pattern {
+	case ClearRules:
+		return nil
+	case "":
+		return rules
+	}
+	return append(rules, CommandLineRule(pattern, include))
+}
+
+// AddRulesFrom appends to rules the patterns of an --include-from or
+// --exclude-from file (include says which), read from r: one a line, or
+// NUL-separated with nul (rsync's --from0). As rsync does, empty lines and
+// lines starting with "#" or ";" are skipped, a line starting with "+ "
+// or "- " says itself what it is, and a "!" line clears the list, the
+// rules given before the file included (see AddRule). It returns the
+// list, and read errors.
+func AddRulesFrom(rules []Rule, r io.Reader, include, nul bool) ([]Rule, error) {
 	lines, err := ReadLines(r, nul)
 	if err != nil {
 		return nil, err
 	}
-	var rules []Rule
 	for _, l := range lines {
-		if l == "" || l[0] == '#' || l[0] == ';' {
+		if IsComment(l) {
 			continue
 		}
-		rules = append(rules, CommandLineRule(l, include))
+		rules = AddRule(rules, l, include)
 	}
 	return rules, nil
+}
+
+// ReadRules is AddRulesFrom on an empty list: the rules of one pattern
+// file (a "!" in it clears only the rules above it in the file).
+func ReadRules(r io.Reader, include, nul bool) ([]Rule, error) {
+	return AddRulesFrom(nil, r, include, nul)
+}
+
+// IsComment reports whether line, of a pattern file or a --files-from
+// list, is skipped as rsync skips it: empty, or starting with "#" or ";".
+// A path that starts with one of them is listed as "./#name".
+func IsComment(line string) bool {
+	return line == "" || line[0] == '#' || line[0] == ';'
 }
 
 // ReadLines splits r into lines ("\n", with a "\r" before it dropped) or,
@@ -140,6 +180,7 @@ type rule struct {
 	wild2       bool   // has "**"
 	wild2Prefix bool   // starts with "**"
 	wild3Suffix bool   // ends with "/***"
+	never       bool   // names an unknown "[:class:]": matches nothing
 	slashes     int    // "/" in pat
 }
 
@@ -203,6 +244,7 @@ func compileRule(r Rule) (rule, error) {
 		c.wild2 = strings.Contains(p, "**")
 		c.wild2Prefix = strings.HasPrefix(p, "**")
 		c.wild3Suffix = p == "***" || strings.HasSuffix(p, "/***")
+		c.never = hasUnknownClass(p)
 	}
 	c.slashes = strings.Count(p, "/")
 	c.pat = p
@@ -228,6 +270,42 @@ func checkWild(p string) string {
 	}
 	return ""
 }
+
+// hasUnknownClass reports whether a set of the wildcard pattern p (well
+// formed: checkWild passed) names a character class that posixClass does
+// not know, like "[[:foo:]]". rsync's wildmatch gives up on the whole
+// match when it meets one, so such a pattern never matches, negated or
+// not, and is no error.
+func hasUnknownClass(p string) bool {
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			i++
+		case '[':
+			end := classEnd(p, i+1)
+			set := p[i+1 : end]
+			for j := 0; j+1 < len(set); j++ {
+				if set[j] == '\\' {
+					j++
+					continue
+				}
+				if set[j] == '[' && set[j+1] == ':' {
+					if k := strings.Index(set[j+2:], ":]"); k >= 0 {
+						if !slices.Contains(posixClasses, set[j+2:j+2+k]) {
+							return true
+						}
+						j += 2 + k + 1
+					}
+				}
+			}
+			i = end
+		}
+	}
+	return false
+}
+
+// posixClasses are the class names posixClass knows.
+var posixClasses = []string{"alnum", "alpha", "blank", "cntrl", "digit", "graph", "lower", "print", "punct", "space", "upper", "xdigit"}
 
 // classEnd returns the index of the "]" closing the set whose contents
 // start at p[i], or -1.
@@ -290,7 +368,7 @@ func (f *Filter) Rules() []string {
 }
 
 func (r *rule) matches(name string, dir bool) bool {
-	if r.dirOnly && !dir {
+	if r.never || r.dirOnly && !dir {
 		return false
 	}
 	if !r.anchored && r.slashes == 0 && !r.wild2 {

@@ -52,3 +52,57 @@ func TestFilterRulesRoundTrip(t *testing.T) {
 		t.Errorf("anchored dir-only rule: wrong decisions")
 	}
 }
+
+// rsync's list handling: "!" clears the rules so far (also from a pattern
+// file, clearing the command line's too), an empty pattern and comment
+// lines add nothing, "- !" is a pattern for a file named "!".
+func TestAddRuleClearAndEmpty(t *testing.T) {
+	var rules []Rule
+	rules = AddRule(rules, "*.php", false)
+	rules = AddRule(rules, "", false)
+	if len(rules) != 1 {
+		t.Fatalf("an empty pattern added a rule: %+v", rules)
+	}
+	rules = AddRule(rules, "!", false)
+	if len(rules) != 0 {
+		t.Fatalf("\"!\" did not clear the list: %+v", rules)
+	}
+	rules = AddRule(rules, "- !", true)
+	if len(rules) != 1 || rules[0].Include || rules[0].Pattern != "!" {
+		t.Fatalf("\"- !\": %+v, want an exclude of \"!\"", rules)
+	}
+	rules, err := AddRulesFrom(rules, strings.NewReader("# comment\n; comment\n\n*.log\n!\n*.txt\r\n"), false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rules) != 1 || rules[0].Pattern != "*.txt" {
+		t.Fatalf("rules after a file with \"!\": %+v, want only *.txt", rules)
+	}
+	f, err := NewFilter(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Excluded("a.php", false) || !f.Excluded("a.txt", false) {
+		t.Errorf("filter of %+v: wrong decisions", rules)
+	}
+}
+
+// A set naming an unknown class makes the pattern match nothing, negated
+// or not, as rsync's wildmatch does; it is not an error.
+func TestUnknownClassNeverMatches(t *testing.T) {
+	for _, p := range []string{"[[:foo:]]*", "[![:foo:]]*", "*[[:digit:][:nope:]]", "/x[^[:bogus:]]"} {
+		f, err := NewFilter([]Rule{{Pattern: p}})
+		if err != nil {
+			t.Fatalf("%q: %v", p, err)
+		}
+		for _, name := range []string{"a", "9", "xa", "x9", "dir/a1"} {
+			if f.Excluded(name, false) {
+				t.Errorf("%q excludes %q", p, name)
+			}
+		}
+	}
+	f, _ := NewFilter([]Rule{{Pattern: "[![:digit:]]*"}})
+	if !f.Excluded("a", false) || f.Excluded("9", false) {
+		t.Errorf("a known class in a negated set: wrong decisions")
+	}
+}

@@ -67,7 +67,9 @@ func (o *restoreOptions) applySelect(stdin io.Reader) error {
 	s := &o.sel
 	r := &o.opts
 	stdinUsed := ""
-	open := func(flag, name string) (io.Reader, func(), error) {
+	// A pattern file that cannot be opened is a file I/O error (exit 11),
+	// a --files-from file a usage error (exit 1), as in rsync.
+	open := func(flag, name string, code int) (io.Reader, func(), error) {
 		if name == "-" {
 			if stdinUsed != "" {
 				return nil, nil, &usageError{fmt.Sprintf("%s - and %s - cannot both read standard input", stdinUsed, flag)}
@@ -77,35 +79,34 @@ func (o *restoreOptions) applySelect(stdin io.Reader) error {
 		}
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, nil, &exitError{exitFileIO, fmt.Errorf("%s: %w", flag, err)}
+			return nil, nil, &exitError{code, fmt.Errorf("%s: %w", flag, err)}
 		}
 		return f, func() { f.Close() }, nil
 	}
 	for _, a := range s.rules {
 		if !a.file {
-			r.Filters = append(r.Filters, treewalk.CommandLineRule(a.value, a.include))
+			r.Filters = treewalk.AddRule(r.Filters, a.value, a.include)
 			continue
 		}
 		flag := "--exclude-from"
 		if a.include {
 			flag = "--include-from"
 		}
-		in, done, err := open(flag, a.value)
+		in, done, err := open(flag, a.value, exitFileIO)
 		if err != nil {
 			return err
 		}
-		rules, err := treewalk.ReadRules(in, a.include, s.from0)
+		r.Filters, err = treewalk.AddRulesFrom(r.Filters, in, a.include, s.from0)
 		done()
 		if err != nil {
 			return &exitError{exitFileIO, fmt.Errorf("%s %s: %w", flag, a.value, err)}
 		}
-		r.Filters = append(r.Filters, rules...)
 	}
 	if _, err := treewalk.NewFilter(r.Filters); err != nil {
 		return &exitError{exitUsage, err}
 	}
 	if s.filesFrom != "" {
-		in, done, err := open("--files-from", s.filesFrom)
+		in, done, err := open("--files-from", s.filesFrom, exitUsage)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,99 @@
+package main
+
+// Tests of what a user trial found (issue 4): --files-from comments,
+// "!" and empty patterns, the exit codes of missing -from files and of
+// SRCs that are all missing. In-process through run(), local → local.
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// writeTestFile writes text to a new file in a temporary directory.
+func writeTestFile(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// listTree lists the paths under dir (directories with a trailing "/").
+func listTree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() {
+			rel += "/"
+		}
+		out = append(out, rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// --files-from skips comment lines ("#", ";") and blank lines, as
+// rsync -r --files-from does, and exits 0.
+func TestFilesFromComments(t *testing.T) {
+	t.Parallel()
+	src := smallTree(t)
+	list := writeTestFile(t, "list", "# lost after the upgrade\n; from the ticket\n\npublic_html/index.php\r\nmail\n")
+	dst := filepath.Join(t.TempDir(), "dst")
+	mustRunIn(t, "--config", "none", "restore", "-q", "--files-from", list, src, dst)
+	want := []string{"./", "mail/", "mail/cur/", "mail/cur/1700000000.M1.box", "public_html/", "public_html/index.php"}
+	if got := listTree(t, dst); !slices.Equal(got, want) {
+		t.Errorf("restored %q, want %q", got, want)
+	}
+}
+
+// --exclude='!' clears the rules before it (also from an --exclude-from
+// file), an empty --exclude is ignored, as in rsync.
+func TestExcludeClearAndEmpty(t *testing.T) {
+	t.Parallel()
+	src := smallTree(t)
+	dst := filepath.Join(t.TempDir(), "dst")
+	mustRunIn(t, "--config", "none", "restore", "-q", "--exclude=*.php", "--exclude=!", "--exclude=", "--exclude=*.png", src, dst)
+	got := listTree(t, dst)
+	if !slices.Contains(got, "public_html/index.php") || slices.Contains(got, "public_html/img/logo.png") {
+		t.Errorf("--exclude='*.php' --exclude='!' --exclude='' --exclude='*.png' restored %q", got)
+	}
+	pats := writeTestFile(t, "pats", "# the list so far goes\n!\nmail/\n")
+	dst2 := filepath.Join(t.TempDir(), "dst")
+	mustRunIn(t, "--config", "none", "restore", "-q", "--exclude=*.php", "--exclude-from", pats, src, dst2)
+	got = listTree(t, dst2)
+	if !slices.Contains(got, "public_html/index.php") || slices.Contains(got, "mail/") {
+		t.Errorf("--exclude='*.php' --exclude-from (with a \"!\" line) restored %q", got)
+	}
+}
+
+// A missing --exclude-from file exits 11 and a missing --files-from file
+// exits 1, as with rsync 3.2.7; neither creates DST.
+func TestMissingFromFiles(t *testing.T) {
+	t.Parallel()
+	src := smallTree(t)
+	for _, c := range []struct {
+		flag string
+		code int
+	}{{"--exclude-from", exitFileIO}, {"--include-from", exitFileIO}, {"--files-from", exitUsage}} {
+		dst := filepath.Join(t.TempDir(), "dst")
+		r := runIn(t, "--config", "none", "restore", c.flag+"=/nonexistent/list", src, dst)
+		if r.code != c.code || !strings.Contains(r.stderr, c.flag+": open /nonexistent/list: no such file or directory") {
+			t.Errorf("%s: want exit %d naming the file:\n%s", c.flag, c.code, r)
+		}
+		if _, err := os.Lstat(dst); !os.IsNotExist(err) {
+			t.Errorf("%s: DST was created", c.flag)
+		}
+	}
+}
