@@ -72,9 +72,17 @@ func (o *restoreOptions) applyConfig(f *pflag.FlagSet) ([]setting, error) {
 		case fl.Changed:
 			out = append(out, setting{key, fl.Value.String(), "flag"})
 		case inFile:
+			bad := func(msg string) error {
+				return &exitError{exitUsage, &config.Error{File: v.File, Line: v.Line, Key: sectionKey(v, o.ops.account, cf), Msg: msg}}
+			}
 			for _, s := range v.Values {
 				if err := fl.Value.Set(s); err != nil {
-					return nil, &exitError{exitUsage, &config.Error{File: v.File, Line: v.Line, Key: sectionKey(v, o.ops.account, cf), Msg: err.Error()}}
+					return nil, bad(plainSetError(fl, s, err))
+				}
+			}
+			if check, ok := rangeChecks[key]; ok {
+				if msg := check(o); msg != "" {
+					return nil, bad(msg)
 				}
 			}
 			out = append(out, setting{key, fl.Value.String(), v.Where()})

@@ -138,14 +138,8 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 	r.Writer.BlockSizeBytes = int64(o.blockSize)
 	r.Writer.WriteBufferBytes = int(o.writeBuf)
 	r.ReadBufferBytes = int(o.readBuf)
-	if r.Jobs < 1 || r.Jobs > 256 {
-		return &usageError{fmt.Sprintf("--jobs %d: must be 1 to 256", r.Jobs)}
-	}
-	if r.Writer.BlockSizeBytes < 64<<10 {
-		return &usageError{"--block-size must be at least 64KiB"}
-	}
-	if o.readBuf < 4<<10 || o.writeBuf < 4<<10 {
-		return &usageError{"--read-buffer and --write-buffer must be at least 4KiB"}
+	if err := o.checkRanges(); err != nil {
+		return err
 	}
 	if err := o.applyFaultsFlags(&r); err != nil {
 		return err

@@ -97,3 +97,24 @@ func TestMissingFromFiles(t *testing.T) {
 		}
 	}
 }
+
+// Out-of-range flags are usage errors naming the flag and the value.
+func TestFlagRanges(t *testing.T) {
+	t.Parallel()
+	src := smallTree(t)
+	for _, c := range []struct{ flag, want string }{
+		{"--jobs=0", "--jobs 0: must be 1 to 256"},
+		{"--block-size=1K", "--block-size 1KiB: must be at least 64KiB"},
+		{"--write-buffer=1K", "--write-buffer 1KiB: must be at least 4KiB"},
+		{"--contimeout=0", "--contimeout 0: must be at least 1 second"},
+	} {
+		dst := filepath.Join(t.TempDir(), "dst")
+		r := runIn(t, "--config", "none", "restore", c.flag, src, dst)
+		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%s: want exit 1 and %q:\n%s", c.flag, c.want, r)
+		}
+		if _, err := os.Lstat(dst); !os.IsNotExist(err) {
+			t.Errorf("%s: DST was created", c.flag)
+		}
+	}
+}
