@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/restoresync/restoresync/restore"
@@ -27,8 +28,9 @@ const (
 
 // hookEnv is what a hook is told in RESTORE_* variables.
 type hookEnv struct {
-	phase       string // "pre" or "post"
-	src, dst    string
+	phase       string   // "pre" or "post"
+	srcs        []string // every SRC, in command-line order
+	dst         string
 	account     string
 	method      string
 	compression string
@@ -42,7 +44,9 @@ type hookEnv struct {
 func (h hookEnv) vars() []string {
 	v := []string{
 		"RESTORE_HOOK=" + h.phase,
-		"RESTORE_SRC=" + h.src,
+		"RESTORE_SRC=" + h.srcs[0],
+		"RESTORE_SRCS=" + strings.Join(h.srcs, "\n"),
+		"RESTORE_SRC_COUNT=" + strconv.Itoa(len(h.srcs)),
 		"RESTORE_DST=" + h.dst,
 		"RESTORE_ACCOUNT=" + h.account,
 		"RESTORE_METHOD=" + h.method,
@@ -59,6 +63,11 @@ func (h hookEnv) vars() []string {
 		)
 	}
 	return v
+}
+
+// allSrcs returns every SRC of r, as given on the command line.
+func allSrcs(r restore.Options) []string {
+	return append([]string{r.Src}, r.MoreSrc...)
 }
 
 // runHook runs command through /bin/sh -c with the environment plus env's
@@ -88,7 +97,7 @@ func (o *restoreOptions) preHook(ctx context.Context, r restore.Options, out io.
 	if o.ops.preHook == "" {
 		return nil
 	}
-	env := hookEnv{phase: "pre", src: r.Src, dst: r.Dst, account: o.ops.account,
+	env := hookEnv{phase: "pre", srcs: allSrcs(r), dst: r.Dst, account: o.ops.account,
 		method: r.Method.String(), compression: r.Compression.String()}
 	status, err := runHook(ctx, o.ops.preHook, env, out)
 	if ctx.Err() != nil {
@@ -114,7 +123,7 @@ func (o *restoreOptions) postHook(ctx context.Context, r restore.Options, rep *r
 	if o.ops.postHook == "" {
 		return runErr
 	}
-	env := hookEnv{phase: "post", src: r.Src, dst: r.Dst, account: o.ops.account,
+	env := hookEnv{phase: "post", srcs: allSrcs(r), dst: r.Dst, account: o.ops.account,
 		method: rep.Method, compression: rep.Compression, rep: rep, status: statusOK}
 	var ee *exitError
 	switch {

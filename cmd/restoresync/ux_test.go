@@ -118,3 +118,26 @@ func TestFlagRanges(t *testing.T) {
 		}
 	}
 }
+
+// With several SRCs, both hooks get the first in RESTORE_SRC, every one in
+// RESTORE_SRCS (one a line, in command-line order) and their number in
+// RESTORE_SRC_COUNT.
+func TestHooksSeveralSrcs(t *testing.T) {
+	t.Parallel()
+	src := smallTree(t)
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "dst")
+	srcs := []string{src + "/public_html", src + "/mail", src + "/empty"}
+	hook := func(phase string) string {
+		return `printf '%s|%s|%s' "$RESTORE_SRC" "$RESTORE_SRCS" "$RESTORE_SRC_COUNT" > ` + dir + "/" + phase
+	}
+	args := append([]string{"--config", "none", "restore", "-q", "--pre-hook", hook("pre"), "--post-hook", hook("post")}, srcs...)
+	mustRunIn(t, append(args, dst)...)
+	want := srcs[0] + "|" + strings.Join(srcs, "\n") + "|3"
+	for _, phase := range []string{"pre", "post"} {
+		b, err := os.ReadFile(filepath.Join(dir, phase))
+		if err != nil || string(b) != want {
+			t.Errorf("%s-hook saw %q (%v), want %q", phase, b, err, want)
+		}
+	}
+}
