@@ -11,6 +11,7 @@ require (
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
+	github.com/vbauerster/cupwriter v0.0.5
 	github.com/vbauerster/mpb/v8 v8.16.2
 	github.com/zeebo/xxh3 v1.1.0
 	golang.org/x/crypto v0.59.0
@@ -32,6 +33,5 @@ require (
 	github.com/landlock-lsm/go-landlock v0.0.0-20250303204525-1544bccde3a3 // indirect
 	github.com/mattn/go-runewidth v0.0.30 // indirect
 	github.com/mmcloughlin/md4 v0.1.2 // indirect
-	github.com/vbauerster/cupwriter v0.0.5 // indirect
 	kernel.org/pub/linux/libs/security/libcap/psx v1.2.70 // indirect
 )

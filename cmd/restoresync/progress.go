@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vbauerster/cupwriter"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/sys/unix"
@@ -113,7 +115,7 @@ func (d *barDisplay) Start(files int, bytes int64) {
 	if d.p != nil {
 		return // one bar per run
 	}
-	d.p = mpb.New(mpb.WithOutput(d.w), mpb.WithWidth(32), mpb.WithRefreshRate(barRefresh))
+	d.p = mpb.New(mpb.WithConsoleWriter(newBarWriter(d.w)), mpb.WithWidth(32), mpb.WithRefreshRate(barRefresh))
 	extra := decor.Any(func(decor.Statistics) string {
 		return d.filesText() + ", " + d.streamsText()
 	}, decor.WCSyncSpaceR)
@@ -135,6 +137,30 @@ func (d *barDisplay) Start(files int, bytes int64) {
 			decor.OnComplete(decor.AverageETA(decor.ET_STYLE_GO), "done"),
 			decor.Name("  "),
 			extra))
+}
+
+// barWriter is mpb's terminal writer (cupwriter) with a default size for
+// a terminal that reports none: a pseudo-terminal nobody sized (script
+// -qc, some CI runners) says 0 columns and 0 rows, and mpb would draw
+// nothing in it.
+type barWriter struct{ *cupwriter.Writer }
+
+// Default size of an unsized terminal, the classic 80x24.
+const (
+	defaultCols = 80
+	defaultRows = 24
+)
+
+func newBarWriter(w io.Writer) barWriter { return barWriter{cupwriter.New(w, false)} }
+
+// GetTermSize returns the terminal's size, or 80 columns and 24 rows for
+// whichever it reports as 0.
+func (b barWriter) GetTermSize() (width, height int, err error) {
+	width, height, err = b.Writer.GetTermSize()
+	if err != nil {
+		return 0, 0, err
+	}
+	return cmp.Or(width, defaultCols), cmp.Or(height, defaultRows), nil
 }
 
 // barRefresh is how often the bar is redrawn.

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/creack/pty"
+)
+
+// --progress bar draws the bar in a pseudo-terminal that nobody sized (0
+// columns, 0 rows, as under 'script -qc'), as if it were 80 columns wide;
+// mpb alone draws nothing there.
+func TestProgressBarUnsizedPTY(t *testing.T) {
+	t.Parallel()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	if ws, err := pty.GetsizeFull(tty); err != nil || ws.Cols != 0 {
+		t.Fatalf("a new pty should be 0 columns wide: %+v %v", ws, err)
+	}
+	var screen bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(&screen, ptmx)
+		done <- err
+	}()
+	d := newDisplay(progressBar, tty)
+	d.Start(2, 2<<20)
+	d.Streams(2)
+	d.Add(1, 1<<20)
+	d.Add(1, 1<<20)
+	d.stop(true)
+	tty.Close()
+	if err := <-done; err != nil && !errors.Is(err, syscall.EIO) { // EIO: the terminal's last writer is gone
+		t.Fatalf("read the pty: %v", err)
+	}
+	out := ansi.ReplaceAllString(screen.String(), "")
+	for _, want := range []string{"2.0 MiB / 2.0 MiB", "100 %", "2/2 files", "2 streams"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the terminal does not show %q:\n%q", want, out)
+		}
+	}
+}
