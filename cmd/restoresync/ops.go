@@ -25,6 +25,7 @@ func initCompletion(root *cobra.Command) {
   # zsh and fish
   restoresync completion zsh > "${fpath[1]}/_restoresync"
   restoresync completion fish > ~/.config/fish/completions/restoresync.fish`
+		refuseUnknownShell(c)
 		for _, sub := range c.Commands() {
 			sub.Example = "  restoresync completion " + sub.Name() + " > restoresync." + sub.Name()
 		}

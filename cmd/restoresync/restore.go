@@ -120,6 +120,7 @@ func (o *restoreOptions) addFlags(cmd *cobra.Command) {
 	o.addSelectFlags(f)
 	o.addOpsFlags(f)
 	o.addMetaFlags(f)
+	addValueCompletions(cmd)
 }
 
 func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args []string) error {

@@ -141,3 +141,29 @@ func TestHooksSeveralSrcs(t *testing.T) {
 		}
 	}
 }
+
+// 'completion' with a shell it has no script for is a usage error naming
+// the shells; the enum flags complete their values.
+func TestCompletionShellsAndValues(t *testing.T) {
+	t.Parallel()
+	r := runIn(t, "completion", "tcsh")
+	if r.code != exitUsage || !strings.Contains(r.stderr, `no script for shell "tcsh" (shells: bash, fish, powershell, zsh)`) || r.stdout != "" {
+		t.Errorf("completion tcsh: want exit 1 naming the shells:\n%s", r)
+	}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"restore", "--method", ""}, []string{"auto", "raw", "rsync", "tar"}},
+		{[]string{"restore", "--compress", ""}, []string{"gzip", "lz4", "none", "zstd"}},
+		{[]string{"restore", "--progress", ""}, []string{"auto", "bar", "none", "plain"}},
+		{[]string{"config", "show", "--log-format", ""}, []string{"json", "text"}},
+	} {
+		r := mustRunIn(t, append([]string{"__complete"}, c.args...)...)
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		got := slices.Sorted(slices.Values(lines[:len(lines)-1]))
+		if !slices.Equal(got, c.want) || lines[len(lines)-1] != ":4" { // 4: no file completion
+			t.Errorf("completion of %q: %q, want %q and :4", c.args, lines, c.want)
+		}
+	}
+}
