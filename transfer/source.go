@@ -69,8 +69,9 @@ func SingleRoot(p string, stat func(string) (fs.FileInfo, error)) SourceRoot {
 // be transferred"), except for a part that is the base itself (a tree
 // restored as DST): that is an error, wrapped with the base's name, as are
 // a bad Rel or filter rule (wrapping treewalk.ErrBadPath or
-// treewalk.ErrBadPattern) and a selection whose bases all fail. The
-// caller closes the source.
+// treewalk.ErrBadPattern) and a selection whose parts all fail (bases
+// that cannot be opened, parts that cannot be looked up). The caller
+// closes the source.
 func OpenSelection(sel Selection, open func(base string) (*os.Root, error)) (*LocalSource, error) {
 	if len(sel.Roots) == 0 {
 		return nil, fmt.Errorf("%w: a selection without sources", ErrProtocol)
@@ -122,8 +123,42 @@ func OpenSelection(sel Selection, open func(base string) (*os.Root, error)) (*Lo
 	if len(s.bases) == 0 {
 		return nil, fmt.Errorf("open source: %w", s.failed[0].Err)
 	}
+	if err := s.somePartExists(len(sel.Roots)); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.root, s.dir = s.bases[0], s.dirs[0]
 	return s, nil
+}
+
+// somePartExists returns nil when at least one part can be looked up
+// (lstat) beneath its base. When none can, the restore has nothing to
+// send: like one missing SRC, that is an error of the whole run (before
+// the receiver creates DST), not n per-file errors of an empty list. The
+// error names how many of the n sources failed and wraps the first one's
+// error. rsync exits 23 for several missing SRCs and for one, and creates
+// no DST either way.
+func (s *LocalSource) somePartExists(n int) error {
+	var first error
+	for _, pt := range s.parts {
+		if pt.Rel == "." {
+			return nil
+		}
+		_, err := pt.Base.Lstat(pt.Rel)
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if first == nil {
+		first = s.failed[0]
+	}
+	if n == 1 {
+		return fmt.Errorf("open source: %w", first)
+	}
+	return fmt.Errorf("open source: none of the %d sources can be read, nothing to restore: %w", n, first)
 }
 
 // NewLocalSource wraps an already opened root; closing the source closes it.

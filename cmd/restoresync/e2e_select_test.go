@@ -16,8 +16,8 @@ import (
 // and a "/./" marker, an --exclude, --delete, first as a dry run (which
 // changes nothing in DST, mtimes included, and prints rsync's itemized
 // lines), then for real with --itemize-changes (the same lines), then the
-// exit codes of a missing SRC among others (23), a bad pattern (1) and
-// SRCs on different hosts (1).
+// exit codes of a missing SRC among others (23), every SRC missing (11),
+// a bad pattern (1) and SRCs on different hosts (1).
 func TestE2ESelectionPull(t *testing.T) {
 	e2e(t)
 	t.Parallel()
@@ -95,6 +95,7 @@ func TestE2ESelectionPull(t *testing.T) {
 		msg  string
 	}{
 		{"missing SRC among others", args(sshdURL(srv, src+"/public_html/index.php"), sshdURL(srv, src+"/nope"), t.TempDir()), exitPartial, "nope"},
+		{"every SRC missing", args(sshdURL(srv, src+"/nope1"), sshdURL(srv, src+"/nope2"), filepath.Join(t.TempDir(), "new")), exitFileIO, "nothing to restore"},
 		{"bad pattern", args("--exclude=[abc", sshdURL(srv, src), t.TempDir()), exitUsage, "unterminated ["},
 		{"mixed hosts", args(src+"/mail", sshdURL(srv, src+"/logs"), t.TempDir()), exitUsage, "same host"},
 		{"files-from escaping", args("--files-from=-", sshdURL(srv, src), t.TempDir()), exitUsage, "leaves the SRC"},
