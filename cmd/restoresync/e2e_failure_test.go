@@ -65,6 +65,12 @@ func TestE2EExitCodes(t *testing.T) {
 		missing := filepath.Join(t.TempDir(), "no-such-account")
 		r := runBin(t, append(append([]string{"restore"}, sshdArgs(srv)...), sshdURL(srv, missing), filepath.Join(t.TempDir(), "dst"))...)
 		wantExit(t, r, exitFileIO, missing) // names it
+		// --json says how the run ended, on stdout, for scripts.
+		r = runBin(t, append(append([]string{"restore", "--json"}, sshdArgs(srv)...), sshdURL(srv, missing), filepath.Join(t.TempDir(), "dst"))...)
+		wantExit(t, r, exitFileIO, missing)
+		if rep := parseReport(t, r); rep.ExitCode != exitFileIO || !strings.Contains(rep.Error, missing) {
+			t.Errorf("--json report of a failed run: exit_code %d, error %q; want %d and the missing path", rep.ExitCode, rep.Error, exitFileIO)
+		}
 	})
 
 	// A real per-file failure as root: the destination holds an immutable
@@ -81,6 +87,9 @@ func TestE2EExitCodes(t *testing.T) {
 		rep := parseReport(t, r)
 		if len(rep.Errors) != 1 || rep.Errors[0].Path != stuck {
 			t.Errorf("report errors: %+v; want one, for %s", rep.Errors, stuck)
+		}
+		if rep.ExitCode != exitPartial || !strings.Contains(rep.Error, "could not be restored") {
+			t.Errorf("report: exit_code %d, error %q; want %d, \"could not be restored\"", rep.ExitCode, rep.Error, exitPartial)
 		}
 		if got, _ := os.ReadFile(p); string(got) != "planted, immutable\n" {
 			t.Errorf("the immutable file changed: %q", got)

@@ -123,6 +123,8 @@ type report struct {
 	WireBytes    int64   `json:"wire_bytes"`
 	Skipped      int     `json:"skipped"`
 	Seconds      float64 `json:"seconds"`
+	ExitCode     int     `json:"exit_code"`
+	Error        string  `json:"error"`
 	Errors       []struct {
 		Path  string `json:"path"`
 		Error string `json:"error"`

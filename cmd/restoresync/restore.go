@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -188,13 +189,25 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 // restore ends with.
 func (o *restoreOptions) finishRestore(ctx context.Context, cmd *cobra.Command, log *slog.Logger, rep *restore.Report, err error) error {
 	out := cmd.OutOrStdout()
+	if err == nil && len(rep.Errors) > 0 {
+		err = &exitError{exitPartial, fmt.Errorf("some files could not be restored (%d %s)", len(rep.Errors), plural(len(rep.Errors), "error", "errors"))}
+	} else if err != nil {
+		if c := exitCode(ctx, err); (c == exitProtocol || c == exitSSH || c == exitTimeout) && rep.Bytes+int64(rep.Skipped) > 0 {
+			err = fmt.Errorf("%w\n(files already restored are in place; rerun the same command to complete the restore)", err)
+		}
+	}
 	if o.json {
 		if rep.Errors == nil {
 			rep.Errors = []restore.FileError{}
 		}
-		b, _ := json.Marshal(rep)
+		jr := jsonReport{Report: rep}
+		if err != nil {
+			jr.ExitCode = exitCode(ctx, err)
+			jr.Error = err.Error()
+		}
+		b, _ := json.Marshal(jr)
 		fmt.Fprintln(out, string(b))
-	} else if err == nil {
+	} else if err == nil || isPartial(err) {
 		for _, l := range rep.Changes {
 			fmt.Fprintln(out, l)
 		}
@@ -203,16 +216,22 @@ func (o *restoreOptions) finishRestore(ctx context.Context, cmd *cobra.Command, 
 			fmt.Fprintln(out, rep.Summary())
 		}
 	}
-	if err != nil {
-		if c := exitCode(ctx, err); (c == exitProtocol || c == exitSSH || c == exitTimeout) && rep.Bytes+int64(rep.Skipped) > 0 {
-			err = fmt.Errorf("%w\n(files already restored are in place; rerun the same command to complete the restore)", err)
-		}
-		return err
-	}
-	if len(rep.Errors) > 0 {
-		return &exitError{exitPartial, fmt.Errorf("some files could not be restored (%d %s)", len(rep.Errors), plural(len(rep.Errors), "error", "errors"))}
-	}
-	return nil
+	return err
+}
+
+// jsonReport is the --json object: the report, plus how the run ended.
+type jsonReport struct {
+	*restore.Report
+	// ExitCode is the process's exit status (0 for a complete restore).
+	ExitCode int `json:"exit_code"`
+	// Error is the message of a run that did not complete ("" when it did):
+	// what ended it, or how many files failed.
+	Error string `json:"error,omitempty"`
+}
+
+func isPartial(err error) bool {
+	var ee *exitError
+	return errors.As(err, &ee) && ee.code == exitPartial
 }
 
 func plural(n int, one, many string) string {
