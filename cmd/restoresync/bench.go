@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -237,18 +235,19 @@ func runBenchRun(ctx context.Context, cmd *cobra.Command, o *benchRunOptions) er
 	if slices.Equal(o.run.Baselines, []string{"none"}) {
 		o.run.Baselines = nil
 	}
+	var charts []string
+	if o.chart != "" {
+		charts = []string{o.chart}
+	}
+	if err := checkOutputs(o.out, charts); err != nil {
+		return err
+	}
 	o.run.Log = cmd.ErrOrStderr()
 	res, err := bench.Run(ctx, o.run)
 	if err != nil {
 		return err
 	}
-	write := func(w io.Writer) error { return bench.WriteResults(w, res, o.format) }
-	if o.out == "" {
-		err = write(cmd.OutOrStdout())
-	} else {
-		err = writeFile(o.out, write)
-	}
-	if err != nil {
+	if err := writeResults(cmd.OutOrStdout(), o.out, res, o.format); err != nil {
 		return err
 	}
 	if o.chart != "" {
@@ -260,19 +259,6 @@ func runBenchRun(ctx context.Context, cmd *cobra.Command, o *benchRunOptions) er
 		return &exitError{exitPartial, errors.New("some restoresync rows failed or did not verify (see the verified column)")}
 	}
 	return nil
-}
-
-// writeFile creates path and writes it with write.
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 func newBenchDeltaCopyCmd() *cobra.Command {
