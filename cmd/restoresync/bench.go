@@ -149,8 +149,29 @@ func runBenchCompare(ctx context.Context, cmd *cobra.Command, o *benchCompareOpt
 	if len(diffs) > 0 {
 		return &exitError{code: exitDiffer, err: fmt.Errorf("%s and %s differ (%s)", args[0], args[1], plural(len(diffs), "1 difference", fmt.Sprintf("%d differences", len(diffs))))}
 	}
-	fmt.Fprintf(out, "%s and %s are identical (content, kind, mode, owner, mtime, symlink targets, hardlink groups)\n", args[0], args[1])
+	fmt.Fprintf(out, "%s and %s are identical (%s)\n", args[0], args[1], strings.Join(compared(o.cmp), ", "))
 	return nil
+}
+
+// compared lists what bench compare checked with o, for its "identical"
+// line: what its --ignore-* flags left out is not claimed.
+func compared(o treewalk.CompareOptions) []string {
+	what := []string{"content", "kind", "mode"}
+	if !o.IgnoreOwner {
+		what = append(what, "owner")
+	}
+	mtime := "mtime"
+	if o.IgnoreDirTimes {
+		mtime = "mtime (not directories')"
+	}
+	what = append(what, mtime, "symlink targets", "hardlink groups")
+	if !o.IgnoreXattrs {
+		what = append(what, "xattrs", "ACLs")
+	}
+	if !o.IgnoreSparse {
+		what = append(what, "sparseness")
+	}
+	return what
 }
 
 // benchRunOptions are the bench run command's flags.
@@ -169,14 +190,27 @@ func newBenchRunCmd() *cobra.Command {
 		Short: "Time restore methods, codecs and job counts against rsync and tar",
 		Long: `Restore --src into fresh temporary destinations with every combination of
 --methods, --compress and --jobs, and with each --baselines command, --runs
-times each; verify every result (entry by entry when --src is local, by
-counts and sizes when remote) and print the medians: wall seconds, MiB/s of
-payload, MiB on the wire, compression ratio, the client's CPU seconds (ssh
-and tar included) and the ratio to 'rsync -aH' of the same run. SRC is only
-read: --delta changes a copy of it (on the source host, through the agent,
-when remote). Each restoresync row runs this binary's 'restore --json' with
-the connection flags given here; baselines use the system ssh with the same
--F, -i and --known-hosts (or the -e command). Progress goes to stderr.
+times each; verify every result and print the medians: wall seconds, MiB/s
+of payload, MiB on the wire, compression ratio, CPU seconds of the client
+(this host's processes, ssh and tar included) and of the server (the
+commands run on the source host; with --server-pid, its sshd's sessions
+too), CPU seconds per GiB of both together, the peak RSS of each side in
+MiB, and the ratio to 'rsync -aH' of the same run. Notes under the table
+say how to read the rest (delta rows' MiB/s and ratio among them).
+
+Verification: entry by entry when --src is local (the baselines ignoring
+xattrs, ACLs and sparseness, which they do not keep); by counts and sizes
+when remote: full rows against the first row's result, delta rows against
+the changed copy's counts.
+
+SRC is only read: --delta changes a copy of it (on the source host, through
+the agent, when remote). Each restoresync row runs this binary's 'restore
+--json' with the connection flags given here; baselines use the system ssh
+with the same -F, -i and --known-hosts (or the -e command). A source host
+that cannot be reached stops the run before anything is timed (exit 255).
+--out and --chart are checked before the first run; if --out cannot be
+written at the end after all, the results go to stdout. Progress goes to
+stderr.
 
 Baselines: rsync (rsync -aH), rsync-z (rsync -aHz --compress-choice=zstd),
 tar-ssh (ssh HOST tar -cf - | tar -xpf -), targz-scp (tar -czf on the host,
