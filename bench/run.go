@@ -202,10 +202,14 @@ type rsConfig struct {
 // each (interleaved, so that a slow spell of the machine does not fall on
 // one row), and returns the medians. Each run restores into a fresh
 // destination under o.TempDir (removed after, not timed) and is verified:
-// entry by entry against Src when it is local, else by counts and sizes
-// against the other rows' results. A row that fails is reported in its
-// Row.Error and the others go on; Run's error is for what stops the whole
-// run (bad options, an unreadable Src, cancellation).
+// entry by entry against Src when it is local (baselines without xattrs,
+// ACLs and sparseness, which they do not keep), else by counts and sizes:
+// full results against the first row's, delta results against the changed
+// copy's counts as the agent reports them ("not verified" when it does
+// not). A row that fails is reported in its Row.Error and the others go on;
+// Run's error is for what stops the whole run before or while it runs: bad
+// options, an unreadable Src, a source host that cannot be reached
+// (wrapping transfer.ErrConnect, before anything is timed), cancellation.
 func Run(ctx context.Context, o RunOptions) (*Results, error) {
 	if err := o.applyDefaults(); err != nil {
 		return nil, err
