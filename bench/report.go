@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -45,7 +46,9 @@ type Results struct {
 }
 
 // Row is one configuration's measurement over all runs: medians, so that
-// one slow run does not decide the result.
+// one slow run does not decide the result. A figure that does not apply or
+// was not measured is 0 here, "-" in the table and Markdown, an empty cell
+// in CSV and null in JSON (see MarshalJSON).
 type Row struct {
 	// Tool is "restoresync" or the baseline's name (BaselineRsync, ...).
 	Tool string `json:"tool"`
@@ -55,7 +58,8 @@ type Row struct {
 	// Codec is the compression asked for ("none", "zstd", ...), "-" when
 	// the tool has no choice.
 	Codec string `json:"codec"`
-	// Jobs is the number of parallel streams (1 for baselines).
+	// Jobs is the number of parallel streams (1 for baselines, which have
+	// no --jobs: not applicable in the outputs).
 	Jobs int `json:"jobs"`
 	// Phase is PhaseFull or PhaseDelta.
 	Phase string `json:"phase"`
@@ -83,8 +87,8 @@ type Row struct {
 	// VsRsync is MedianWallSeconds divided by that of the rsync baseline
 	// of the same phase in the same run; 0 when that baseline did not run.
 	VsRsync float64 `json:"vs_rsync"`
-	// Verified says how the result was checked: "ok", "skipped", or what
-	// differed.
+	// Verified says how the result was checked: "ok", "not verified"
+	// ("skipped" in results saved before), or what differed.
 	Verified string `json:"verified"`
 	// Error is set when the row failed; its numbers are then incomplete.
 	Error string `json:"error,omitempty"`
@@ -201,6 +205,27 @@ func (res *Results) summary() string {
 	return s
 }
 
+// deltaRowsNote says how to read the MiB/s and ratio columns of delta
+// rows; the table and Markdown formats print it under the rows when there
+// are delta rows.
+const deltaRowsNote = "delta rows: MiB/s is the size of the files the tool rewrote (whole files, as restoresync's bytes and rsync's 'Total transferred file size' count them, not only the changed bytes) over the median wall time, not the tree's size; ratio is that same size over the wire MiB, so it counts what the delta transfer saved as well as the compression; neither compares with a full row's"
+
+// notes returns res.Notes, followed by the notes on how to read the rows
+// that depend only on the rows (deltaRowsNote), so that results saved
+// before those notes existed get them too.
+func (res *Results) notes() []string {
+	notes := slices.Clone(res.Notes)
+	for _, r := range res.Rows {
+		if r.Phase == PhaseDelta {
+			if !slices.Contains(notes, deltaRowsNote) {
+				notes = append(notes, deltaRowsNote)
+			}
+			break
+		}
+	}
+	return notes
+}
+
 func writeTable(w io.Writer, res *Results) error {
 	if _, err := fmt.Fprintln(w, res.summary()); err != nil {
 		return err
@@ -213,7 +238,7 @@ func writeTable(w io.Writer, res *Results) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, n := range res.Notes {
+	for _, n := range res.notes() {
 		if _, err := fmt.Fprintln(w, "note: "+n); err != nil {
 			return err
 		}
@@ -240,9 +265,9 @@ func writeMarkdown(w io.Writer, res *Results) error {
 		}
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
-	if len(res.Notes) > 0 {
+	if notes := res.notes(); len(notes) > 0 {
 		b.WriteString("\n")
-		for _, n := range res.Notes {
+		for _, n := range notes {
 			b.WriteString("- " + n + "\n")
 		}
 	}
@@ -255,14 +280,88 @@ func writeCSV(w io.Writer, res *Results) error {
 	cw.Write([]string{"tool", "method", "codec", "jobs", "phase", "median_wall_seconds", "mib_per_second",
 		"payload_bytes", "wire_bytes", "compression_ratio", "client_cpu_seconds", "vs_rsync", "verified", "error",
 		"server_cpu_seconds", "server_command_cpu_seconds", "cpu_seconds_per_gib", "client_peak_rss_bytes", "server_peak_rss_bytes"})
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
+	// An empty cell is a figure that does not apply or was not measured,
+	// as "-" in the table: a 0 would read as a measurement.
+	f := func(v float64) string {
+		if v <= 0 {
+			return ""
+		}
+		return strconv.FormatFloat(v, 'f', 4, 64)
+	}
+	n := func(v int64) string {
+		if v <= 0 {
+			return ""
+		}
+		return strconv.FormatInt(v, 10)
+	}
 	for _, r := range res.Rows {
-		cw.Write([]string{r.Tool, r.Method, r.Codec, strconv.Itoa(r.Jobs), r.Phase, f(r.MedianWallSeconds),
-			f(r.MiBPerSecond), strconv.FormatInt(r.PayloadBytes, 10), strconv.FormatInt(r.WireBytes, 10),
+		jobs := ""
+		if r.Tool == ToolRestoresync {
+			jobs = strconv.Itoa(r.Jobs)
+		}
+		cw.Write([]string{r.Tool, r.Method, r.Codec, jobs, r.Phase, f(r.MedianWallSeconds),
+			f(r.MiBPerSecond), strconv.FormatInt(r.PayloadBytes, 10), n(r.WireBytes),
 			f(r.CompressionRatio), f(r.ClientCPUSeconds), f(r.VsRsync), r.Verified, r.Error,
 			f(r.ServerCPUSeconds), f(r.ServerCommandCPUSeconds), f(r.CPUSecondsPerGiB),
-			strconv.FormatInt(r.ClientPeakRSSBytes, 10), strconv.FormatInt(r.ServerPeakRSSBytes, 10)})
+			n(r.ClientPeakRSSBytes), n(r.ServerPeakRSSBytes)})
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// rowJSON is Row as JSON: the same field names in the same order, with
+// null for a figure that does not apply or was not measured (a zero in
+// Row), as "-" in the table and an empty cell in CSV. Decoding null into
+// Row leaves the zero, so saved results read back as they were.
+type rowJSON struct {
+	Tool                    string    `json:"tool"`
+	Method                  string    `json:"method"`
+	Codec                   string    `json:"codec"`
+	Jobs                    *int      `json:"jobs"`
+	Phase                   string    `json:"phase"`
+	WallSeconds             []float64 `json:"wall_seconds"`
+	MedianWallSeconds       *float64  `json:"median_wall_seconds"`
+	PayloadBytes            int64     `json:"payload_bytes"`
+	MiBPerSecond            *float64  `json:"mib_per_second"`
+	WireBytes               *int64    `json:"wire_bytes"`
+	CompressionRatio        *float64  `json:"compression_ratio"`
+	ClientCPUSeconds        *float64  `json:"client_cpu_seconds"`
+	VsRsync                 *float64  `json:"vs_rsync"`
+	Verified                string    `json:"verified"`
+	Error                   string    `json:"error,omitempty"`
+	ServerCPUSeconds        *float64  `json:"server_cpu_seconds"`
+	ServerCommandCPUSeconds *float64  `json:"server_command_cpu_seconds"`
+	CPUSecondsPerGiB        *float64  `json:"cpu_seconds_per_gib"`
+	ClientPeakRSSBytes      *int64    `json:"client_peak_rss_bytes"`
+	ServerPeakRSSBytes      *int64    `json:"server_peak_rss_bytes"`
+}
+
+// applies returns a pointer to v, or nil when v is 0 or below: a figure
+// that does not apply or was not measured.
+func applies[T int | int64 | float64](v T) *T {
+	if v <= 0 {
+		return nil
+	}
+	return &v
+}
+
+// MarshalJSON writes r with null for the figures that do not apply (see
+// rowJSON); the field names are those of Row's tags. Jobs is null for
+// baselines, which have no --jobs. Safe for concurrent use.
+func (r Row) MarshalJSON() ([]byte, error) {
+	j := rowJSON{
+		Tool: r.Tool, Method: r.Method, Codec: r.Codec, Phase: r.Phase,
+		WallSeconds: r.WallSeconds, MedianWallSeconds: applies(r.MedianWallSeconds),
+		PayloadBytes: r.PayloadBytes, MiBPerSecond: applies(r.MiBPerSecond),
+		WireBytes: applies(r.WireBytes), CompressionRatio: applies(r.CompressionRatio),
+		ClientCPUSeconds: applies(r.ClientCPUSeconds), VsRsync: applies(r.VsRsync),
+		Verified: r.Verified, Error: r.Error,
+		ServerCPUSeconds: applies(r.ServerCPUSeconds), ServerCommandCPUSeconds: applies(r.ServerCommandCPUSeconds),
+		CPUSecondsPerGiB:   applies(r.CPUSecondsPerGiB),
+		ClientPeakRSSBytes: applies(r.ClientPeakRSSBytes), ServerPeakRSSBytes: applies(r.ServerPeakRSSBytes),
+	}
+	if r.Tool == ToolRestoresync {
+		j.Jobs = applies(r.Jobs)
+	}
+	return json.Marshal(j)
 }

@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -133,6 +135,9 @@ type env struct {
 	id     int
 	far    *FarSetup // nil when the far side is not measured
 	agent  string    // the restoresync binary on the source host
+	// deltaRef is the changed copy's summary that remote delta results
+	// are checked against; nil when the agent did not report it.
+	deltaRef *treeSummary
 }
 
 // farWords prefixes words (a command to run on the source host) with the
@@ -197,10 +202,14 @@ type rsConfig struct {
 // each (interleaved, so that a slow spell of the machine does not fall on
 // one row), and returns the medians. Each run restores into a fresh
 // destination under o.TempDir (removed after, not timed) and is verified:
-// entry by entry against Src when it is local, else by counts and sizes
-// against the other rows' results. A row that fails is reported in its
-// Row.Error and the others go on; Run's error is for what stops the whole
-// run (bad options, an unreadable Src, cancellation).
+// entry by entry against Src when it is local (baselines without xattrs,
+// ACLs and sparseness, which they do not keep), else by counts and sizes:
+// full results against the first row's, delta results against the changed
+// copy's counts as the agent reports them ("not verified" when it does
+// not). A row that fails is reported in its Row.Error and the others go on;
+// Run's error is for what stops the whole run before or while it runs: bad
+// options, an unreadable Src, a source host that cannot be reached
+// (wrapping transfer.ErrConnect, before anything is timed), cancellation.
 func Run(ctx context.Context, o RunOptions) (*Results, error) {
 	if err := o.applyDefaults(); err != nil {
 		return nil, err
@@ -214,6 +223,9 @@ func Run(ctx context.Context, o RunOptions) (*Results, error) {
 	if e.remote {
 		if e.ssh, err = sshArgv(o.SSH, src); err != nil {
 			return nil, fmt.Errorf("%w: -e: %w", restore.ErrUsage, err)
+		}
+		if err := e.probe(); err != nil {
+			return nil, err
 		}
 		if cleanup := e.setupFar(res); cleanup != nil {
 			defer cleanup()
@@ -241,7 +253,7 @@ func Run(ctx context.Context, o RunOptions) (*Results, error) {
 			return nil, err
 		}
 		ref = &s
-		res.Files, res.PayloadBytes = s.files, s.bytes
+		res.Files, res.PayloadBytes = s.Files, s.Bytes
 		if err := warmLocal(ctx, e.src.Path); err != nil {
 			return nil, fmt.Errorf("read %s: %w", e.src.Path, err)
 		}
@@ -269,7 +281,15 @@ func Run(ctx context.Context, o RunOptions) (*Results, error) {
 		res.Notes = append(res.Notes, "server RSS: the sum of the peak RSS of the processes a run started on the source host (they run at the same time: one per stream); client RSS likewise for this host's processes")
 	}
 	if ref == nil {
-		res.Notes = append(res.Notes, "remote source: each result is checked by file count, sizes, dirs and links against the first row's, not entry by entry")
+		n := "remote source: each result is checked by file count, sizes, dirs and links, not entry by entry: a full result against the first row's"
+		switch {
+		case deltaSrc == "":
+		case e.deltaRef != nil:
+			n += ", a delta result against the changed copy's (as the agent counted them)"
+		default:
+			n += "; delta rows from a remote source are not verified: the agent on " + e.src.Host + " did not report the changed copy's counts (an older restoresync there?)"
+		}
+		res.Notes = append(res.Notes, n)
 	}
 
 	for run := range o.Runs {
@@ -302,6 +322,46 @@ func Run(ctx context.Context, o RunOptions) (*Results, error) {
 	}
 	res.setVsRsync()
 	return res, ctx.Err()
+}
+
+// notVerified is Row.Verified for a result that could not be checked.
+const notVerified = "not verified"
+
+// probe checks, before anything is timed, that the source host answers
+// and that Src is a directory there, with the system ssh (as the baselines
+// and the far side's commands reach it) running `test -d DIR`, bounded by a
+// 30 s ConnectTimeout unless -e gives the command. A connection failure
+// (ssh's status 255) is an error wrapping transfer.ErrConnect with ssh's
+// last words; status 1 (no such directory) an error naming the path. When
+// ssh cannot be started or the remote shell fails otherwise, probe returns
+// nil and the rows say what failed.
+func (e *env) probe() error {
+	argv := slices.Clone(e.ssh)
+	if e.opts.SSH.Rsh == "" {
+		argv = slices.Insert(argv, 1, "-o", "ConnectTimeout=30")
+	}
+	c := e.command(argv[0], append(argv[1:], e.src.Host, remoteCommand("test", "-d", e.src.Path))...)
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	err := c.Run()
+	if cerr := e.ctx.Err(); cerr != nil {
+		return cerr
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ee) && ee.ExitCode() == 255:
+		why := strings.TrimSpace(stderr.String())
+		if why == "" {
+			why = "no message"
+		}
+		return fmt.Errorf("%w: --src %s: cannot reach %s (%s exited with status 255: %s); nothing was timed",
+			transfer.ErrConnect, e.opts.Src, e.src.Host, argv[0], why)
+	case errors.As(err, &ee) && ee.ExitCode() == 1:
+		return fmt.Errorf("--src %s: %s is not a directory on %s; nothing was timed", e.opts.Src, e.src.Path, e.src.Host)
+	}
+	return nil
 }
 
 // fullSeries is a full row with its delta row.
@@ -361,6 +421,9 @@ func (e *env) plan(res *Results) []*fullSeries {
 		}
 		row := Row{Tool: name, Method: b.method(e.remote), Codec: b.codec, Jobs: 1}
 		rows = append(rows, newFullSeries(row, nil, b))
+		if !e.remote && !slices.Contains(res.Notes, baselineVerifyNote) {
+			res.Notes = append(res.Notes, baselineVerifyNote)
+		}
 	}
 	if o.DeltaPercent > 0 {
 		for _, name := range o.Baselines {
@@ -419,6 +482,7 @@ func (e *env) deltaSource(res *Results) (src, local string, cleanup func(), err 
 	if err := json.Unmarshal(m.stdout, &out); err != nil || out.Path == "" {
 		return "", "", cleanup, fmt.Errorf("bench delta-copy on %s: bad output %q: %v", e.src.Host, m.stdout, err)
 	}
+	e.deltaRef = out.Summary
 	res.Notes = append(res.Notes, deltaNote(out.Stats))
 	cleanup = func() { e.sshCommand("rm", "-rf", filepath.Dir(out.Path)).Run() }
 	return out.Path, "", cleanup, nil
@@ -429,11 +493,15 @@ type deltaCopyOutput struct {
 	// Path is the changed copy; its parent directory is removed after.
 	Path  string     `json:"path"`
 	Stats DeltaStats `json:"stats"`
+	// Summary counts the changed copy, for checking the delta rows'
+	// results; absent from an agent older than this field.
+	Summary *treeSummary `json:"summary,omitempty"`
 }
 
 // WriteDeltaCopy makes a changed copy of src in a new temporary directory
-// (MakeDeltaCopy) and writes its path and stats as one JSON object to w:
-// what `bench run --delta` asks the source host's agent for.
+// (MakeDeltaCopy) and writes its path, stats and counts (files, hardlinks,
+// dirs, symlinks, bytes) as one JSON object to w: what `bench run --delta`
+// asks the source host's agent for, and checks its delta results against.
 func WriteDeltaCopy(ctx context.Context, w io.Writer, src string, percent float64, seed int64) error {
 	dir, err := os.MkdirTemp("", "restoresync-bench-delta-")
 	if err != nil {
@@ -445,7 +513,12 @@ func WriteDeltaCopy(ctx context.Context, w io.Writer, src string, percent float6
 		os.RemoveAll(dir)
 		return err
 	}
-	return json.NewEncoder(w).Encode(deltaCopyOutput{Path: p, Stats: st})
+	sum, err := summarize(p)
+	if err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
+	return json.NewEncoder(w).Encode(deltaCopyOutput{Path: p, Stats: st, Summary: &sum})
 }
 
 func deltaNote(st DeltaStats) string {
@@ -482,16 +555,24 @@ func (e *env) runOnce(s *series, phase string, run int, src, localSrc, dst strin
 		var verified string
 		switch {
 		case localSrc != "":
-			verified, err = verifyLocal(e.ctx, localSrc, dst)
+			verified, err = verifyLocal(e.ctx, localSrc, dst, s.base != nil)
+		case ref == nil && e.deltaRef == nil:
+			verified = notVerified
 		case ref == nil:
-			verified = "skipped"
+			var sum treeSummary
+			if sum, err = summarize(dst); err == nil {
+				verified = "ok"
+				if sum != *e.deltaRef {
+					verified = fmt.Sprintf("differs: %s, the changed source has %s", sum, *e.deltaRef)
+				}
+			}
 		default:
 			var sum treeSummary
 			if sum, err = summarize(dst); err == nil {
 				switch {
 				case *ref == nil:
 					*ref = &sum
-					res.Files, res.PayloadBytes = sum.files, sum.bytes
+					res.Files, res.PayloadBytes = sum.Files, sum.Bytes
 					verified = "ok"
 				case sum == **ref:
 					verified = "ok"
@@ -622,9 +703,9 @@ func (s *series) finish(res *Results) Row {
 	r.WireBytes = median(s.wires)
 	r.PayloadBytes = res.PayloadBytes
 	if r.Phase == PhaseDelta {
-		if p := median(s.payloads); p > 0 {
-			r.PayloadBytes = p
-		}
+		// What the tool says it rewrote; 0 (MiB/s and ratio do not
+		// apply) when it does not say or nothing changed.
+		r.PayloadBytes = median(s.payloads)
 	}
 	if r.MedianWallSeconds > 0 {
 		r.MiBPerSecond = float64(r.PayloadBytes) / (1 << 20) / r.MedianWallSeconds
@@ -669,7 +750,7 @@ func (res *Results) setVsRsync() {
 // restore.
 func (res *Results) Failed() bool {
 	for _, r := range res.Rows {
-		if r.Tool == ToolRestoresync && (r.Error != "" || r.Verified != "ok" && r.Verified != "skipped") {
+		if r.Tool == ToolRestoresync && (r.Error != "" || r.Verified != "ok" && r.Verified != notVerified && r.Verified != "skipped") {
 			return true
 		}
 	}

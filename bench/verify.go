@@ -17,13 +17,18 @@ const verifyMaxDiffs = 20
 
 // treeSummary counts a tree: what a remote source can be checked against
 // when it cannot be compared entry by entry.
+// It goes as JSON from the source host's agent (bench delta-copy) to bench
+// run, so its fields are exported.
 type treeSummary struct {
-	files, dirs, symlinks, links int // regular inodes, dirs (root included), symlinks, extra names
-	bytes                        int64
+	Files    int   `json:"files"`    // regular inodes
+	Links    int   `json:"links"`    // names beyond the first of a regular inode
+	Dirs     int   `json:"dirs"`     // the root included
+	Symlinks int   `json:"symlinks"` // symbolic links
+	Bytes    int64 `json:"bytes"`    // of the regular inodes, each once
 }
 
 func (s treeSummary) String() string {
-	return fmt.Sprintf("%d files, %d hardlinks, %d dirs, %d symlinks, %d bytes", s.files, s.links, s.dirs, s.symlinks, s.bytes)
+	return fmt.Sprintf("%d files, %d hardlinks, %d dirs, %d symlinks, %d bytes", s.Files, s.Links, s.Dirs, s.Symlinks, s.Bytes)
 }
 
 // summarize walks root without following symlinks.
@@ -36,9 +41,9 @@ func summarize(root string) (treeSummary, error) {
 		}
 		switch {
 		case d.IsDir():
-			s.dirs++
+			s.Dirs++
 		case d.Type()&fs.ModeSymlink != 0:
-			s.symlinks++
+			s.Symlinks++
 		case d.Type().IsRegular():
 			fi, err := d.Info()
 			if err != nil {
@@ -47,13 +52,13 @@ func summarize(root string) (treeSummary, error) {
 			if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
 				k := [2]uint64{sys.Dev, sys.Ino}
 				if seen[k] {
-					s.links++
+					s.Links++
 					return nil
 				}
 				seen[k] = true
 			}
-			s.files++
-			s.bytes += fi.Size()
+			s.Files++
+			s.Bytes += fi.Size()
 		}
 		return nil
 	})
@@ -64,12 +69,16 @@ func summarize(root string) (treeSummary, error) {
 }
 
 // verifyLocal compares dst with src entry by entry (treewalk.Compare:
-// kinds, contents, modes, owners when root, mtimes, links) and returns
-// "ok" or what differed.
-func verifyLocal(ctx context.Context, src, dst string) (string, error) {
+// kinds, contents, modes, owners when root, mtimes, links, and unless
+// baseline is set, xattrs, ACLs and sparseness) and returns "ok" or what
+// differed. baseline is for the rsync -aH and tar baselines, which keep
+// neither xattrs, ACLs nor holes (see baselineVerifyNote).
+func verifyLocal(ctx context.Context, src, dst string, baseline bool) (string, error) {
 	diffs, err := treewalk.Compare(ctx, src, dst, treewalk.CompareOptions{
-		IgnoreOwner: os.Geteuid() != 0, // only root can give files away
-		MaxDiffs:    verifyMaxDiffs,
+		IgnoreOwner:  os.Geteuid() != 0, // only root can give files away
+		IgnoreXattrs: baseline,
+		IgnoreSparse: baseline,
+		MaxDiffs:     verifyMaxDiffs,
 	})
 	if err != nil {
 		return "", fmt.Errorf("verify %s: %w", dst, err)
@@ -83,6 +92,10 @@ func verifyLocal(ctx context.Context, src, dst string) (string, error) {
 	}
 	return fmt.Sprintf("%s differences (%s)", n, diffs[0]), nil
 }
+
+// baselineVerifyNote says what a local source's baseline results are
+// compared without.
+const baselineVerifyNote = "baselines preserve less than restoresync: rsync -aH (not -aHAXS) and tar without --xattrs --acls --sparse keep no extended attributes (file capabilities included), ACLs or holes, so their results are compared with the source ignoring xattrs, ACLs and sparseness; restoresync's rows are compared on all of them"
 
 // warmLocal reads every regular file under root once, so that the first
 // timed row does not pay for a cold page cache alone.

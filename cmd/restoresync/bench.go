@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -151,8 +149,29 @@ func runBenchCompare(ctx context.Context, cmd *cobra.Command, o *benchCompareOpt
 	if len(diffs) > 0 {
 		return &exitError{code: exitDiffer, err: fmt.Errorf("%s and %s differ (%s)", args[0], args[1], plural(len(diffs), "1 difference", fmt.Sprintf("%d differences", len(diffs))))}
 	}
-	fmt.Fprintf(out, "%s and %s are identical (content, kind, mode, owner, mtime, symlink targets, hardlink groups)\n", args[0], args[1])
+	fmt.Fprintf(out, "%s and %s are identical (%s)\n", args[0], args[1], strings.Join(compared(o.cmp), ", "))
 	return nil
+}
+
+// compared lists what bench compare checked with o, for its "identical"
+// line: what its --ignore-* flags left out is not claimed.
+func compared(o treewalk.CompareOptions) []string {
+	what := []string{"content", "kind", "mode"}
+	if !o.IgnoreOwner {
+		what = append(what, "owner")
+	}
+	mtime := "mtime"
+	if o.IgnoreDirTimes {
+		mtime = "mtime (not directories')"
+	}
+	what = append(what, mtime, "symlink targets", "hardlink groups")
+	if !o.IgnoreXattrs {
+		what = append(what, "xattrs", "ACLs")
+	}
+	if !o.IgnoreSparse {
+		what = append(what, "sparseness")
+	}
+	return what
 }
 
 // benchRunOptions are the bench run command's flags.
@@ -171,14 +190,27 @@ func newBenchRunCmd() *cobra.Command {
 		Short: "Time restore methods, codecs and job counts against rsync and tar",
 		Long: `Restore --src into fresh temporary destinations with every combination of
 --methods, --compress and --jobs, and with each --baselines command, --runs
-times each; verify every result (entry by entry when --src is local, by
-counts and sizes when remote) and print the medians: wall seconds, MiB/s of
-payload, MiB on the wire, compression ratio, the client's CPU seconds (ssh
-and tar included) and the ratio to 'rsync -aH' of the same run. SRC is only
-read: --delta changes a copy of it (on the source host, through the agent,
-when remote). Each restoresync row runs this binary's 'restore --json' with
-the connection flags given here; baselines use the system ssh with the same
--F, -i and --known-hosts (or the -e command). Progress goes to stderr.
+times each; verify every result and print the medians: wall seconds, MiB/s
+of payload, MiB on the wire, compression ratio, CPU seconds of the client
+(this host's processes, ssh and tar included) and of the server (the
+commands run on the source host; with --server-pid, its sshd's sessions
+too), CPU seconds per GiB of both together, the peak RSS of each side in
+MiB, and the ratio to 'rsync -aH' of the same run. Notes under the table
+say how to read the rest (delta rows' MiB/s and ratio among them).
+
+Verification: entry by entry when --src is local (the baselines ignoring
+xattrs, ACLs and sparseness, which they do not keep); by counts and sizes
+when remote: full rows against the first row's result, delta rows against
+the changed copy's counts.
+
+SRC is only read: --delta changes a copy of it (on the source host, through
+the agent, when remote). Each restoresync row runs this binary's 'restore
+--json' with the connection flags given here; baselines use the system ssh
+with the same -F, -i and --known-hosts (or the -e command). A source host
+that cannot be reached stops the run before anything is timed (exit 255).
+--out and --chart are checked before the first run; if --out cannot be
+written at the end after all, the results go to stdout. Progress goes to
+stderr.
 
 Baselines: rsync (rsync -aH), rsync-z (rsync -aHz --compress-choice=zstd),
 tar-ssh (ssh HOST tar -cf - | tar -xpf -), targz-scp (tar -czf on the host,
@@ -237,18 +269,19 @@ func runBenchRun(ctx context.Context, cmd *cobra.Command, o *benchRunOptions) er
 	if slices.Equal(o.run.Baselines, []string{"none"}) {
 		o.run.Baselines = nil
 	}
+	var charts []string
+	if o.chart != "" {
+		charts = []string{o.chart}
+	}
+	if err := checkOutputs(o.out, charts); err != nil {
+		return err
+	}
 	o.run.Log = cmd.ErrOrStderr()
 	res, err := bench.Run(ctx, o.run)
 	if err != nil {
 		return err
 	}
-	write := func(w io.Writer) error { return bench.WriteResults(w, res, o.format) }
-	if o.out == "" {
-		err = write(cmd.OutOrStdout())
-	} else {
-		err = writeFile(o.out, write)
-	}
-	if err != nil {
+	if err := writeResults(cmd.OutOrStdout(), o.out, res, o.format); err != nil {
 		return err
 	}
 	if o.chart != "" {
@@ -260,19 +293,6 @@ func runBenchRun(ctx context.Context, cmd *cobra.Command, o *benchRunOptions) er
 		return &exitError{exitPartial, errors.New("some restoresync rows failed or did not verify (see the verified column)")}
 	}
 	return nil
-}
-
-// writeFile creates path and writes it with write.
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 func newBenchDeltaCopyCmd() *cobra.Command {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,15 +90,6 @@ func newBenchFarCmds() []*cobra.Command {
 	return []*cobra.Command{setup, rusage, collect}
 }
 
-// writeChartFile draws res into path: PNG when path ends in .png, else SVG.
-func writeChartFile(path string, res *bench.Results) error {
-	draw := bench.WriteChart
-	if strings.EqualFold(filepath.Ext(path), ".png") {
-		draw = bench.WriteChartPNG
-	}
-	return writeFile(path, func(w io.Writer) error { return draw(w, res) })
-}
-
 // newBenchReportCmd writes saved 'bench run --format json' results again,
 // in another format and as charts.
 func newBenchReportCmd() *cobra.Command {
@@ -119,6 +109,9 @@ func newBenchReportCmd() *cobra.Command {
 			if !slices.Contains(bench.Formats(), format) {
 				return &usageError{fmt.Sprintf("unknown --format %q (valid: %s)", format, strings.Join(bench.Formats(), ", "))}
 			}
+			if err := checkOutputs(out, charts); err != nil {
+				return err
+			}
 			b, err := os.ReadFile(in)
 			if err != nil {
 				return err
@@ -127,13 +120,7 @@ func newBenchReportCmd() *cobra.Command {
 			if err := json.Unmarshal(b, &res); err != nil {
 				return fmt.Errorf("%s: %w", in, err)
 			}
-			write := func(w io.Writer) error { return bench.WriteResults(w, &res, format) }
-			if out == "" {
-				err = write(cmd.OutOrStdout())
-			} else {
-				err = writeFile(out, write)
-			}
-			if err != nil {
+			if err := writeResults(cmd.OutOrStdout(), out, &res, format); err != nil {
 				return err
 			}
 			for _, c := range charts {

@@ -67,7 +67,7 @@ func TestBenchRunLocal(t *testing.T) {
 	chart := filepath.Join(dir, "chart.svg")
 	r := mustRun(t, "bench", "run", "--src", src, "--methods", "raw", "--compress", "none,zstd", "--jobs", "1",
 		"--runs", "1", "--baselines", "rsync", "--chart", chart, "--tmp", dir)
-	for _, want := range []string{"median wall s", "raw ", "rsync -aH", "ok"} {
+	for _, want := range []string{"median wall s", "raw ", "rsync -aH", "ok", "their results are compared with the source ignoring xattrs, ACLs and sparseness"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, r.stdout)
 		}
@@ -139,7 +139,9 @@ func TestBenchRunSSHD(t *testing.T) {
 		t.Errorf("results: remote = false for %s", res.Source)
 	}
 	for _, row := range res.Rows {
-		if row.Error != "" || row.Verified != "ok" && row.Verified != "skipped" {
+		// Every row verified, the delta rows too (against the changed
+		// copy's counts, as the agent reported them).
+		if row.Error != "" || row.Verified != "ok" {
 			t.Errorf("row %s: error %q, verified %q", row.Label(), row.Error, row.Verified)
 		}
 		if row.MedianWallSeconds <= 0 || row.WireBytes <= 0 {
@@ -175,6 +177,11 @@ func TestBenchRunSSHD(t *testing.T) {
 	}
 	if full.CompressionRatio <= 1 {
 		t.Errorf("raw zstd: compression ratio %v, want > 1 on a hosting tree", full.CompressionRatio)
+	}
+	// A source directory missing on the host stops the run up front.
+	r0 := runIn(t, append(append([]string{"bench", "run"}, sshdArgs(srv)...), "--src", sshdURL(srv, src+"-missing"), "--runs", "1", "--tmp", t.TempDir())...)
+	if r0.code != exitFileIO || r0.stdout != "" || !strings.Contains(r0.stderr, src+"-missing is not a directory on 127.0.0.1") {
+		t.Errorf("missing source directory: want exit 11 up front:\n%s", r0)
 	}
 	// bench report redraws the saved results: CSV with a row each, and a PNG chart.
 	dir := t.TempDir()
