@@ -135,7 +135,11 @@ func (s *faultStream) Read(p []byte) (int, error) {
 
 func (s *faultStream) Write(p []byte) (int, error) {
 	if !s.f.onSend {
-		return s.Stream.Write(p)
+		n, err := s.Stream.Write(p)
+		if err != nil && s.broken.Load() {
+			err = errDropped // a dropped connection fails both ways
+		}
+		return n, err
 	}
 	q := append([]byte(nil), p...) // corrupt a copy, not the caller's buffer
 	k, ferr := s.pass(q)

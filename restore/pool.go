@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -31,9 +30,9 @@ type pool struct {
 }
 
 // openPool dials the first stream and starts dialing jobs-1 more, each
-// with the idle timeout idle (0: none).
-func openPool(ctx context.Context, d transfer.Dialer, h transfer.Hello, jobs int, idle time.Duration) (*pool, error) {
-	first, err := dialStream(ctx, d, h, idle)
+// with the timeouts to (connection setup and idle).
+func openPool(ctx context.Context, d transfer.Dialer, h transfer.Hello, jobs int, to transfer.Timeouts) (*pool, error) {
+	first, err := dialStream(ctx, d, h, to)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +43,7 @@ func openPool(ctx context.Context, d transfer.Dialer, h transfer.Hello, jobs int
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			c, err := dialStream(dctx, d, h, idle)
+			c, err := dialStream(dctx, d, h, to)
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			switch {
@@ -53,6 +52,7 @@ func openPool(ctx context.Context, d transfer.Dialer, h transfer.Hello, jobs int
 					p.dialErr = err
 				}
 			case p.closed || dctx.Err() != nil: // the run is over: not needed
+				c.Abort() // no goodbye: the agent may have stalled
 				c.Close()
 			default:
 				p.conns = append(p.conns, c)
@@ -68,27 +68,17 @@ func openPool(ctx context.Context, d transfer.Dialer, h transfer.Hello, jobs int
 }
 
 // dialStream opens one stream and handshakes on it.
-func dialStream(ctx context.Context, d transfer.Dialer, h transfer.Hello, idle time.Duration) (*transfer.Conn, error) {
-	_, c, err := openStream(ctx, d, h, idle)
+func dialStream(ctx context.Context, d transfer.Dialer, h transfer.Hello, to transfer.Timeouts) (*transfer.Conn, error) {
+	_, c, err := openStream(ctx, d, h, to)
 	return c, err
 }
 
 // openStream opens one stream and handshakes on it, returning the stream
 // too for callers that must be able to tear it down (not just say goodbye).
-// On error the stream is closed. idle is the stream's idle timeout
-// (--timeout; 0: none), which starts after the handshake.
-func openStream(ctx context.Context, d transfer.Dialer, h transfer.Hello, idle time.Duration) (transfer.Stream, *transfer.Conn, error) {
-	s, err := d.Dial(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := transfer.Handshake(ctx, s, h)
-	if err != nil {
-		s.Close()
-		return nil, nil, err
-	}
-	c.SetIdleTimeout(idle)
-	return s, c, nil
+// On error the stream is closed. to.Connect bounds the setup (dial and
+// handshake), to.Idle too and then the stream's silences (--timeout).
+func openStream(ctx context.Context, d transfer.Dialer, h transfer.Hello, to transfer.Timeouts) (transfer.Stream, *transfer.Conn, error) {
+	return transfer.Open(ctx, d, h, to)
 }
 
 // conn returns stream i (an index received from ready).
@@ -133,7 +123,10 @@ func (p *pool) abort() {
 }
 
 // close stops the background dials and closes every stream, in parallel.
-// With abort, errors are not reported (the run already failed).
+// With abort (the run already failed) the streams are torn down without a
+// goodbye, which a stalled agent would never answer, and errors are not
+// reported. Otherwise each goodbye is bounded by the idle timeout, and
+// abort, from another goroutine, still ends them at once.
 func (p *pool) close(abort bool) error {
 	p.cancel()
 	p.wg.Wait()
@@ -144,6 +137,9 @@ func (p *pool) close(abort bool) error {
 	var g errgroup.Group
 	errs := make([]error, len(conns))
 	for i, c := range conns {
+		if abort {
+			c.Abort()
+		}
 		g.Go(func() error { errs[i] = c.Close(); return nil })
 	}
 	g.Wait()

@@ -205,14 +205,16 @@ func runRaw(ctx context.Context, o Options, src, dst transfer.Location, rep *Rep
 	}
 	// Cancellation (Ctrl-C) tears the streams down, so that workers blocked
 	// on the network return at once instead of finishing their batches.
+	// It stays armed while the streams are closed: a goodbye that a
+	// stalled agent never answers must not outlive a Ctrl-C.
 	stop := context.AfterFunc(ctx, s.abort)
 	err = runSession(ctx, s, o, rep)
-	stop()
 	// By the time the streams are closed, every file is in place and
 	// finished: a failed goodbye is worth a warning, not a failed run.
 	if cerr := s.close(err != nil); err == nil && cerr != nil && !errors.Is(cerr, context.Canceled) && o.Warnf != nil {
 		o.Warnf("closing the streams: %v", cerr)
 	}
+	stop()
 	rep.WireBytes = s.wireBytes()
 	return err
 }
@@ -290,7 +292,7 @@ func remotePool(ctx context.Context, o Options, loc transfer.Location, h transfe
 	h.Compression = o.Compression.String()
 	h.ReadBufferBytes = o.ReadBufferBytes
 	h.Verify = o.Verify
-	return openPool(ctx, d, h, o.Jobs, o.IdleTimeout)
+	return openPool(ctx, d, h, o.Jobs, o.timeouts())
 }
 
 // runSession is the restore proper: list, plan, move the data over the
@@ -358,6 +360,7 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 	tr.ob = ob
 	ch := make(chan *batch)
 	allSent := make(chan struct{}) // every batch is in a stream's hands
+	var first firstError           // the stream failure that ended the run
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		defer close(allSent)
@@ -384,7 +387,14 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 				g.Go(func() error {
 					ob.streamUp()
 					defer ob.streamDown()
-					return s.runStream(gctx, i, ch, tr.done)
+					err := s.runStream(gctx, i, ch, tr.done)
+					if err != nil && first.set(err) {
+						// The run is over: the other streams are torn
+						// down rather than left to finish or to wait
+						// for a stalled agent (or their own timeout).
+						s.abort()
+					}
+					return err
 				})
 			case <-allSent:
 				return nil
@@ -394,7 +404,7 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 		}
 	})
 	if err := g.Wait(); err != nil {
-		return err
+		return first.or(err)
 	}
 	// Deltas that could not be applied are sent again whole, on stream 0
 	// (now idle), before split files are committed.
@@ -567,4 +577,38 @@ func (t *tracker) commitDeferred(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// timeouts are the streams' connection setup (--contimeout) and idle
+// (--timeout) timeouts.
+func (o Options) timeouts() transfer.Timeouts {
+	return transfer.Timeouts{Connect: o.SSH.Timeout, Idle: o.IdleTimeout}
+}
+
+// firstError keeps the first of several errors: the cause, when the others
+// are its consequences. Safe for concurrent use.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+// set keeps err if it is the first; it reports whether it was.
+func (f *firstError) set(err error) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return false
+	}
+	f.err = err
+	return true
+}
+
+// or returns the kept error, else err.
+func (f *firstError) or(err error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	return err
 }

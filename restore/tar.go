@@ -63,7 +63,7 @@ func runTar(ctx context.Context, o Options, src, dst transfer.Location, rep *Rep
 			Roots: sel.sel.Roots, Filters: sel.sel.Filters}
 	}
 	// The first stream proves that the agent is there before DST is made.
-	first, err := dialTar(ctx, d, hello(0), o.IdleTimeout)
+	first, err := dialTar(ctx, d, hello(0), o.timeouts())
 	if err != nil {
 		if o.Dialer == nil && agentMissing(err) && !o.selective() {
 			if o.Warnf != nil {
@@ -90,7 +90,7 @@ func runTar(ctx context.Context, o Options, src, dst transfer.Location, rep *Rep
 	g.Go(func() error { return first.extract(gctx, x) })
 	for k := 1; k < o.Jobs; k++ {
 		g.Go(func() error {
-			ts, err := dialTar(gctx, d, hello(k), o.IdleTimeout)
+			ts, err := dialTar(gctx, d, hello(k), o.timeouts())
 			if err != nil {
 				// Each shard holds its own files: one missing fails the run.
 				return fmt.Errorf("tar stream %d of %d: %w", k+1, o.Jobs, err)
@@ -131,8 +131,8 @@ type tarStream struct {
 	c *transfer.Conn
 }
 
-func dialTar(ctx context.Context, d transfer.Dialer, h transfer.Hello, idle time.Duration) (*tarStream, error) {
-	s, c, err := openStream(ctx, d, h, idle)
+func dialTar(ctx context.Context, d transfer.Dialer, h transfer.Hello, to transfer.Timeouts) (*tarStream, error) {
+	s, c, err := openStream(ctx, d, h, to)
 	if err != nil {
 		return nil, err
 	}

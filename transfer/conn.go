@@ -348,9 +348,14 @@ func (c *Conn) Finish(ctx context.Context, entries []treewalk.Entry) ([]*treewal
 	return errs, c.fail(err)
 }
 
-// Close says goodbye, closes the stream and stops the pipeline goroutines.
+// Close says goodbye, waits for the server to end its side and closes the
+// stream. The wait is bounded by the idle timeout (SetIdleTimeout), if
+// any: a peer that stopped (a stalled agent) cannot hold Close up longer,
+// and the error then wraps ErrTimeout. Without one, a stalled peer holds
+// Close until Abort is called from another goroutine.
 func (c *Conn) Close() error {
-	c.idle.Stop()
+	c.pending.Add(1) // waiting on the peer's goodbye arms the idle timeout
+	defer c.idle.Stop()
 	c.enc.byte(msgBye)
 	err := c.enc.fw.Close()
 	c.s.CloseWrite()
@@ -358,6 +363,9 @@ func (c *Conn) Close() error {
 	io.Copy(io.Discard, readerFunc(c.dec.fr.Read))
 	if cerr := c.s.Close(); err == nil {
 		err = cerr
+	}
+	if terr := c.idle.Err(); terr != nil {
+		return terr
 	}
 	return err
 }

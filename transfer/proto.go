@@ -126,7 +126,11 @@ func readHandshake(r *bufio.Reader, v any) error {
 				return fmt.Errorf("%w: peer closed the stream before the handshake", ErrProtocol)
 			}
 			// Keep the stream's error (ErrConnect from ssh, the remote
-			// command's exit status) for the exit code and the message.
+			// command's exit status) for the exit code and the message;
+			// a connection that failed is not a protocol error.
+			if errors.Is(err, ErrConnect) {
+				return err
+			}
 			return fmt.Errorf("%w: no handshake: %w", ErrProtocol, err)
 		}
 		return fmt.Errorf("%w: peer is not a restoresync agent: it sent %q", ErrProtocol, got)

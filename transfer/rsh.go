@@ -155,7 +155,11 @@ func (s *rshStream) endError() error {
 		if !s.gotOutput {
 			when = "before"
 		}
-		return fmt.Errorf("%w: %s exited with status 255 %s any output%s", ErrConnect, s.display, when, stderrSuffix(s.Stderr()))
+		kind := ErrConnect
+		if strings.Contains(s.Stderr(), "Host key verification failed") {
+			kind = ErrHostKey // OpenSSH's words for an unknown or changed key
+		}
+		return fmt.Errorf("%w: %s exited with status 255 %s any output%s", kind, s.display, when, stderrSuffix(s.Stderr()))
 	case errors.As(err, &ee):
 		return fmt.Errorf("%s: remote command failed: %s%s", s.display, ee.ProcessState, stderrSuffix(s.Stderr()))
 	default:

@@ -575,10 +575,15 @@ func (s *sshStream) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		close(s.done)
-		s.session.Close()
+		// The connection goes first: closing only the channel (the
+		// session) does not unblock a Write waiting for window space from
+		// a peer that stopped reading (x/crypto/ssh's channel.Close sends
+		// a close message and returns; writers are released only when the
+		// peer's close arrives or the connection ends).
 		if cerr := s.client.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
 			err = fmt.Errorf("%s: close: %w", s.display, cerr)
 		}
+		s.session.Close()
 	})
 	return err
 }

@@ -353,7 +353,7 @@ func (c *Conn) TarReader() io.Reader {
 // archive may be unread) the stream is torn down first and errors are not
 // reported.
 func (c *Conn) CloseTar(abort bool) error {
-	c.idle.Stop()
+	defer c.idle.Stop() // the idle timeout bounds the wait for the rest
 	if abort {
 		c.s.Close()
 	}

@@ -1,0 +1,113 @@
+package transfer
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/restoresync/restoresync/internal/testsshd"
+)
+
+// hangAgent writes a stand-in for the agent that starts and never reads
+// nor writes: a stopped or hung `restoresync serve --stdio`.
+func hangAgent(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "hang-agent")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\necho hanging >&2\nexec sleep 1000\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Over a real sshd, with an agent that never reads: a Write that waits for
+// SSH window space ends when the stream is closed (x/crypto/ssh releases
+// it only when the connection goes), and the connection setup with our
+// handshake is bounded by the connect timeout, which kills the session.
+func TestSSHStalledAgent(t *testing.T) {
+	t.Parallel()
+	srv := testsshd.Start(t)
+	d, err := NewSSHDialer(Location{Host: "testhost"}, SSHOptions{ConfigFile: srv.Config(t), RemotePath: hangAgent(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("write", func(t *testing.T) {
+		t.Parallel()
+		s := dialT(t, d)
+		wrote := make(chan error, 1)
+		go func() {
+			_, err := s.Write(make([]byte, 32<<20)) // far more than the window
+			wrote <- err
+		}()
+		select {
+		case err := <-wrote:
+			t.Fatalf("a 32 MiB write to an agent that never reads returned %v", err)
+		case <-time.After(500 * time.Millisecond): // blocked on the window
+		}
+		closed := time.Now()
+		s.Close()
+		select {
+		case err := <-wrote:
+			if err == nil {
+				t.Fatal("the blocked write succeeded after Close")
+			}
+			t.Logf("write ended %v after Close: %v", time.Since(closed).Round(time.Millisecond), err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close did not end a write blocked on the SSH window")
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		to   Timeouts
+		want error
+		msg  string
+	}{
+		{"contimeout", Timeouts{Connect: 2 * time.Second}, ErrConnect, "--contimeout 2s"},
+		{"timeout", Timeouts{Connect: time.Minute, Idle: 2 * time.Second}, ErrTimeout, "--timeout 2s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			_, _, err := Open(t.Context(), d, Hello{Role: RoleSender, Path: "/", Compression: "none"}, tc.to)
+			took := time.Since(start)
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) || errors.Is(err, ErrProtocol) {
+				t.Fatalf("after %v: %v; want %v naming %s", took, err, tc.want, tc.msg)
+			}
+			if took > 15*time.Second {
+				t.Errorf("setup bounded by 2 s took %v", took)
+			}
+			if !strings.Contains(err.Error(), "hanging") {
+				t.Errorf("error %q lacks the agent's stderr", err)
+			}
+			t.Logf("after %v: %v", took.Round(time.Millisecond), err)
+		})
+	}
+}
+
+// With -e, the connect timeout bounds the program's life until our
+// handshake completes: a program that never gets through (ssh to a port
+// that accepts and never answers) is killed, and the error is a
+// connection failure naming --contimeout.
+func TestRshSetupTimeout(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "stuck-ssh")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\necho connecting >&2\nexec sleep 1000\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewRshDialer(Location{Host: "backup", Path: "/"}, SSHOptions{Rsh: prog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, _, err = Open(t.Context(), d, Hello{Role: RoleSender, Path: "/", Compression: "none"}, Timeouts{Connect: time.Second})
+	took := time.Since(start)
+	if !errors.Is(err, ErrConnect) || !strings.Contains(err.Error(), "--contimeout 1s") || !strings.Contains(err.Error(), "connecting") {
+		t.Fatalf("after %v: %v; want ErrConnect naming --contimeout and the stderr", took, err)
+	}
+	if took > 10*time.Second {
+		t.Errorf("a 1 s connect timeout took %v", took)
+	}
+}
