@@ -161,7 +161,7 @@ func (s *rshStream) endError() error {
 		}
 		return fmt.Errorf("%w: %s exited with status 255 %s any output%s", kind, s.display, when, stderrSuffix(s.Stderr()))
 	case errors.As(err, &ee):
-		return fmt.Errorf("%s: remote command failed: %s%s", s.display, ee.ProcessState, stderrSuffix(s.Stderr()))
+		return fmt.Errorf("%w: %s: remote command failed: %s%s", ErrRemoteExited, s.display, ee.ProcessState, stderrSuffix(s.Stderr()))
 	default:
 		return fmt.Errorf("%s: %w", s.display, err)
 	}

@@ -525,7 +525,7 @@ func (s *sshStream) endError() error {
 		if ee.Signal() != "" {
 			how = "signal " + ee.Signal()
 		}
-		return fmt.Errorf("%s: remote command %q exited with %s%s", s.display, s.command, how, stderrSuffix(s.Stderr()))
+		return fmt.Errorf("%w: %s: remote command %q exited with %s%s", ErrRemoteExited, s.display, s.command, how, stderrSuffix(s.Stderr()))
 	case errors.As(s.waitErr, &me):
 		return fmt.Errorf("%w: %s: connection closed before the remote command exited%s", ErrConnect, s.display, stderrSuffix(s.Stderr()))
 	default:

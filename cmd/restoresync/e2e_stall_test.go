@@ -209,3 +209,49 @@ func TestE2ERshUnknownHostKey(t *testing.T) {
 	}
 	t.Log(strings.TrimSpace(r.stderr))
 }
+
+// An agent that dies mid-transfer (SIGKILL 0.7 s after it started, the SSH
+// connection still up): exit 12 as rsync's "connection unexpectedly
+// closed", with the rerun hint, the --json object says so too, only
+// complete files are in place, and a rerun completes the tree. Before, this
+// was exit 11 ("file I/O error") and --json showed no error at all.
+func TestE2EAgentKilled(t *testing.T) {
+	e2e(t)
+	t.Parallel()
+	srv := testsshd.Start(t)
+	src := faultsTree.get(t)
+	dir := t.TempDir()
+	pids := filepath.Join(dir, "pids")
+	kill := filepath.Join(dir, "kill.sh")
+	script := fmt.Sprintf("#!/bin/sh\nexec 3<&0\n%s \"$@\" <&3 3<&- &\npid=$!\necho $pid >> %s\n(sleep 0.7; kill -KILL $pid) &\nwait $pid\n", binPath, pids)
+	if err := os.WriteFile(kill, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		b, _ := os.ReadFile(pids)
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	dst := filepath.Join(t.TempDir(), "acct")
+	args := append(sshdArgs(srv), "--remote-path", kill, "--progress", "none", "-j", "2", "--bwlimit", "8M", "--json", sshdURL(srv, src), dst)
+	r := runBin(t, append([]string{"restore"}, args...)...)
+	// Depending on which stream notices first, the message is the
+	// agent's exit ("the remote side ended early: ... status 137", the
+	// wrapper's shell's word for SIGKILL) or the stream's end ("write:
+	// EOF"); the exit code is 12 either way.
+	wantExit(t, r, exitProtocol, "")
+	rep := parseReport(t, r)
+	if rep.ExitCode != exitProtocol || rep.Error == "" {
+		t.Errorf("--json: exit_code %d, error %q; want %d and the agent's death", rep.ExitCode, rep.Error, exitProtocol)
+	}
+	if rep.Bytes > 0 && !strings.Contains(r.stderr, "rerun the same command") {
+		t.Errorf("files were restored before the agent died, but no rerun hint:\n%s", r)
+	}
+	assertPlacedSame(t, src, dst)
+	assertNoTempFiles(t, dst)
+	mustRun(t, append([]string{"restore"}, append(sshdArgs(srv), "--remote-path", binPath, "--progress", "none", sshdURL(srv, src), dst)...)...)
+	assertSameTree(t, src, dst)
+}

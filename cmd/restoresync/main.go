@@ -118,7 +118,8 @@ func exitCode(ctx context.Context, err error) int {
 		return exitTimeout
 	case errors.Is(err, transfer.ErrConnect):
 		return exitSSH
-	case errors.Is(err, transfer.ErrProtocol), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+	case errors.Is(err, transfer.ErrProtocol), errors.Is(err, transfer.ErrRemoteExited),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return exitProtocol
 	}
 	return exitFileIO
