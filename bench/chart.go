@@ -33,13 +33,7 @@ const (
 // restoresync's rows are blue, baselines grey, delta rows lighter; a failed
 // row has no bar and says "failed".
 func WriteChart(w io.Writer, res *Results) error {
-	maxWall := 0.0
-	for _, r := range res.Rows {
-		maxWall = math.Max(maxWall, r.MedianWallSeconds)
-	}
-	if maxWall == 0 {
-		maxWall = 1
-	}
+	maxWall := chartScaleSeconds(res)
 	width := chartLabelWidth + chartBarWidth + chartValueWidth
 	height := chartTop + len(res.Rows)*chartRowHeight + chartBottom
 	var b bytes.Buffer
@@ -134,4 +128,17 @@ func esc(s string) string {
 	var b bytes.Buffer
 	xml.EscapeText(&b, []byte(s))
 	return b.String()
+}
+
+// chartScaleSeconds is the wall time, in seconds, that a full-length bar
+// stands for: the longest median of res, or 1 when there is none.
+func chartScaleSeconds(res *Results) float64 {
+	maxWall := 0.0
+	for _, r := range res.Rows {
+		maxWall = math.Max(maxWall, r.MedianWallSeconds)
+	}
+	if maxWall == 0 {
+		maxWall = 1
+	}
+	return maxWall
 }

@@ -33,13 +33,7 @@ const (
 // golang.org/x/image/font/basicfont. Labels longer than the label column
 // are cut with "...". Errors: those of w.
 func WriteChartPNG(w io.Writer, res *Results) error {
-	maxWall := 0.0
-	for _, r := range res.Rows {
-		maxWall = math.Max(maxWall, r.MedianWallSeconds)
-	}
-	if maxWall == 0 {
-		maxWall = 1
-	}
+	maxWall := chartScaleSeconds(res)
 	width := pngLabelWidth + pngBarWidth + pngValueWidth
 	height := pngTop + len(res.Rows)*pngRowHeight + pngBottom
 	img := image.NewRGBA(image.Rect(0, 0, width, height))
