@@ -32,6 +32,8 @@ var errNoSelection = errors.New("this receiver cannot delete or itemize")
 // lacks (push, --delete). It returns the deleted paths and per-entry
 // errors; the error ends the run.
 func (c *Conn) Delete(ctx context.Context) ([]string, []*treewalk.PathError, error) {
+	c.pending.Add(1) // the idle timeout watches the wait for the reply
+	defer c.pending.Add(-1)
 	c.enc.byte(msgDelete)
 	if err := c.enc.flush(); err != nil {
 		return nil, nil, c.fail(err)
@@ -51,6 +53,8 @@ func (c *Conn) Delete(ctx context.Context) ([]string, []*treewalk.PathError, err
 // --dry-run and --itemize-changes), deletions included with del. The
 // receiver writes nothing.
 func (c *Conn) Itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, error) {
+	c.pending.Add(1) // the idle timeout watches the wait for the reply
+	defer c.pending.Add(-1)
 	c.enc.byte(msgItemize)
 	c.enc.bool(del)
 	c.enc.entries(entries)
