@@ -334,12 +334,17 @@ func (ts *tarSender) marker(path, msg string, incomplete bool) error {
 // TarReader returns the archive a RoleTarSender stream carries, decoded
 // from its frames. It is read by one goroutine; io.EOF comes after the
 // archive's end. The client waits on the sender for the whole archive, so
-// the idle timeout (SetIdleTimeout) stays armed from here on.
+// the idle timeout (SetIdleTimeout) stays armed from here to io.EOF.
 func (c *Conn) TarReader() io.Reader {
 	c.pending.Store(1)
 	return readerFunc(func(p []byte) (int, error) {
 		n, err := c.dec.fr.Read(p)
-		if err != nil && err != io.EOF {
+		switch {
+		case err == io.EOF:
+			// The whole archive is in: the client no longer waits on
+			// the sender (it finishes the extraction), until CloseTar.
+			c.pending.Store(0)
+		case err != nil:
 			if terr := c.idle.Err(); terr != nil {
 				err = terr
 			}
