@@ -104,7 +104,7 @@ func (x *extras) dir(ctx context.Context, fd int, rel string) error {
 			continue
 		}
 		if isDir && kind == treewalk.KindDir {
-			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			sub, err := openDirBeneath(fd, name)
 			if err != nil {
 				continue
 			}
@@ -135,7 +135,7 @@ func (x *extras) remove(ctx context.Context, fd int, name, rel string, isDir boo
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	sub, err := openDirBeneath(fd, name)
 	if err != nil {
 		x.errs = append(x.errs, &treewalk.PathError{Path: rel, Err: fmt.Errorf("delete: %w", err)})
 		return false, nil
