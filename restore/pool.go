@@ -32,7 +32,7 @@ type pool struct {
 // openPool dials the first stream and starts dialing jobs-1 more, each
 // with the timeouts to (connection setup and idle).
 func openPool(ctx context.Context, d transfer.Dialer, h transfer.Hello, jobs int, to transfer.Timeouts) (*pool, error) {
-	first, err := dialStream(ctx, d, h, to)
+	_, first, err := transfer.Open(ctx, d, h, to)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func openPool(ctx context.Context, d transfer.Dialer, h transfer.Hello, jobs int
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			c, err := dialStream(dctx, d, h, to)
+			_, c, err := transfer.Open(dctx, d, h, to)
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			switch {
@@ -65,20 +65,6 @@ func openPool(ctx context.Context, d transfer.Dialer, h transfer.Hello, jobs int
 		close(p.ready)
 	}()
 	return p, nil
-}
-
-// dialStream opens one stream and handshakes on it.
-func dialStream(ctx context.Context, d transfer.Dialer, h transfer.Hello, to transfer.Timeouts) (*transfer.Conn, error) {
-	_, c, err := openStream(ctx, d, h, to)
-	return c, err
-}
-
-// openStream opens one stream and handshakes on it, returning the stream
-// too for callers that must be able to tear it down (not just say goodbye).
-// On error the stream is closed. to.Connect bounds the setup (dial and
-// handshake), to.Idle too and then the stream's silences (--timeout).
-func openStream(ctx context.Context, d transfer.Dialer, h transfer.Hello, to transfer.Timeouts) (transfer.Stream, *transfer.Conn, error) {
-	return transfer.Open(ctx, d, h, to)
 }
 
 // conn returns stream i (an index received from ready).

@@ -150,7 +150,7 @@ func openRsyncPull(ctx context.Context, o Options, d transfer.Dialer, src transf
 
 // agentList gets the file list from the agent, as the raw method does.
 func agentList(ctx context.Context, o Options, d transfer.Dialer, path string) (treewalk.List, int64, error) {
-	c, err := dialStream(ctx, d, transfer.Hello{Role: transfer.RoleSender, Path: path, Version: o.Version, Compression: o.Compression.String()}, o.timeouts())
+	_, c, err := transfer.Open(ctx, d, transfer.Hello{Role: transfer.RoleSender, Path: path, Version: o.Version, Compression: o.Compression.String()}, o.timeouts())
 	if err != nil {
 		return treewalk.List{}, 0, err
 	}

@@ -132,7 +132,7 @@ type tarStream struct {
 }
 
 func dialTar(ctx context.Context, d transfer.Dialer, h transfer.Hello, to transfer.Timeouts) (*tarStream, error) {
-	s, c, err := openStream(ctx, d, h, to)
+	s, c, err := transfer.Open(ctx, d, h, to)
 	if err != nil {
 		return nil, err
 	}
