@@ -96,29 +96,17 @@ func (w *Writer) placeNode(dirfd int, tmp, base string, e *treewalk.Entry, uid, 
 		}
 		// A new node may inherit its directory's default ACL: listed, so
 		// that it is removed if the source has none.
-		t := pathTarget(dirfd, tmp)
-		var cur []string
-		if !w.opts.NoXattrs || !w.opts.NoACLs {
-			var err error
-			if cur, err = t.names(); err != nil {
-				return err
+		err := w.syncMeta(pathTarget(dirfd, tmp), e, func() error {
+			if e.Kind == treewalk.KindSymlink {
+				return nil // a symlink's mode is not its own
 			}
-		}
-		sync := len(cur) > 0 || w.hasXattrs(e)
-		if sync {
-			if err := w.syncXattrs(t, cur, partACL, e); err != nil {
-				return err
-			}
-		}
-		if e.Kind != treewalk.KindSymlink {
 			if err := unix.Fchmodat(dirfd, tmp, mode, 0); err != nil {
 				return fmt.Errorf("chmod %s: %w", octal(mode), err)
 			}
-		}
-		if sync {
-			if err := w.syncXattrs(t, cur, partXattrs, e); err != nil {
-				return err
-			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if err := lutimensAt(dirfd, tmp, e.MtimeNs); err != nil {
 			return fmt.Errorf("set mtime: %w", err)

@@ -208,7 +208,28 @@ func (w *Writer) applyMeta(fd int, e *treewalk.Entry) error {
 			return fmt.Errorf("chown %d:%d: %w", uid, gid, err)
 		}
 	}
-	t := fdTarget(fd)
+	err := w.syncMeta(fdTarget(fd), e, func() error {
+		if err := unix.Fchmod(fd, mode); err != nil {
+			return fmt.Errorf("chmod %04o: %w", mode, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := futimens(fd, e.MtimeNs); err != nil {
+		return fmt.Errorf("set mtime: %w", err)
+	}
+	return nil
+}
+
+// syncMeta brings t's POSIX ACLs and xattrs to e's around chmod, which it
+// calls between them: ACLs first (setting one rewrites the group mode
+// bits, which chmod then puts right), xattrs last (a chown before clears
+// security.capability; see xattr_linux.go). What t has and e lacks is
+// removed. Without --no-xattrs and --no-acls both, t's names are listed
+// even when e has none, so that an inherited default ACL goes.
+func (w *Writer) syncMeta(t xattrTarget, e *treewalk.Entry, chmod func() error) error {
 	var cur []string
 	if !w.opts.NoXattrs || !w.opts.NoACLs {
 		var err error
@@ -216,21 +237,17 @@ func (w *Writer) applyMeta(fd int, e *treewalk.Entry) error {
 			return err
 		}
 	}
-	if len(cur) > 0 || w.hasXattrs(e) {
+	sync := len(cur) > 0 || w.hasXattrs(e)
+	if sync {
 		if err := w.syncXattrs(t, cur, partACL, e); err != nil {
 			return err
 		}
 	}
-	if err := unix.Fchmod(fd, mode); err != nil {
-		return fmt.Errorf("chmod %04o: %w", mode, err)
+	if err := chmod(); err != nil {
+		return err
 	}
-	if len(cur) > 0 || w.hasXattrs(e) {
-		if err := w.syncXattrs(t, cur, partXattrs, e); err != nil {
-			return err
-		}
-	}
-	if err := futimens(fd, e.MtimeNs); err != nil {
-		return fmt.Errorf("set mtime: %w", err)
+	if sync {
+		return w.syncXattrs(t, cur, partXattrs, e)
 	}
 	return nil
 }
