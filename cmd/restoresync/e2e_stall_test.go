@@ -18,16 +18,24 @@ import (
 // (issue 5) and kills what they started when t ends: "stall" runs the
 // agent and stops it (SIGSTOP) after delay, so its SSH connection stays
 // up and answers keepalives; "hang" starts and never answers, like an
-// agent stuck before its handshake.
-func stallWrappers(t *testing.T, delay string) (stall, hang string) {
+// agent stuck before its handshake; "kill" runs the agent and kills it
+// (SIGKILL) after delay, like an agent that dies mid-transfer.
+func stallWrappers(t *testing.T, delay string) (stall, hang, kill string) {
 	t.Helper()
 	dir := t.TempDir()
 	pids := filepath.Join(dir, "pids")
 	stall = filepath.Join(dir, "stall.sh")
 	hang = filepath.Join(dir, "hang.sh")
+	kill = filepath.Join(dir, "kill.sh")
+	// The agent runs in the background, so its stdin (the stream) is
+	// passed through fd 3: sh gives a background job /dev/null.
+	signalAfter := func(sig string) string {
+		return fmt.Sprintf("#!/bin/sh\nexec 3<&0\n%s \"$@\" <&3 3<&- &\npid=$!\necho $pid >> %s\n(sleep %s; kill -%s $pid) &\nwait $pid\n", binPath, pids, delay, sig)
+	}
 	scripts := map[string]string{
-		stall: fmt.Sprintf("#!/bin/sh\nexec 3<&0\n%s \"$@\" <&3 3<&- &\npid=$!\necho $pid >> %s\n(sleep %s; kill -STOP $pid) &\nwait $pid\n", binPath, pids, delay),
+		stall: signalAfter("STOP"),
 		hang:  fmt.Sprintf("#!/bin/sh\necho $$ >> %s\nexec sleep 300\n", pids),
+		kill:  signalAfter("KILL"),
 	}
 	for p, s := range scripts {
 		if err := os.WriteFile(p, []byte(s), 0o755); err != nil {
@@ -42,7 +50,7 @@ func stallWrappers(t *testing.T, delay string) (stall, hang string) {
 			}
 		}
 	})
-	return stall, hang
+	return stall, hang, kill
 }
 
 // blackholePort accepts TCP connections and never writes a byte: a port
@@ -86,7 +94,7 @@ func TestE2EStallJobs4Timeout(t *testing.T) {
 	t.Parallel()
 	srv := testsshd.Start(t)
 	src := faultsTree.get(t)
-	stall, _ := stallWrappers(t, "0.7")
+	stall, _, _ := stallWrappers(t, "0.7")
 	for i := range 3 {
 		dst := filepath.Join(t.TempDir(), "acct")
 		args := append(sshdArgs(srv), "--remote-path", stall, "--progress", "none", "-j", "4", "--timeout", "2", "--bwlimit", "8M", sshdURL(srv, src), dst)
@@ -112,7 +120,7 @@ func TestE2EStallSIGINT(t *testing.T) {
 	t.Parallel()
 	srv := testsshd.Start(t)
 	src := faultsTree.get(t)
-	stall, hang := stallWrappers(t, "0.7")
+	stall, hang, _ := stallWrappers(t, "0.7")
 	port := blackholePort(t)
 	rsh := fmt.Sprintf("ssh -F /dev/null -p %d -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes", port)
 	for _, tc := range []struct {
@@ -154,7 +162,7 @@ func TestE2ESetupTimeouts(t *testing.T) {
 	t.Parallel()
 	srv := testsshd.Start(t)
 	src := account.get(t)
-	_, hang := stallWrappers(t, "0")
+	_, hang, _ := stallWrappers(t, "0")
 	port := blackholePort(t)
 	rsh := fmt.Sprintf("ssh -F /dev/null -p %d -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes", port)
 	for _, tc := range []struct {
@@ -220,21 +228,7 @@ func TestE2EAgentKilled(t *testing.T) {
 	t.Parallel()
 	srv := testsshd.Start(t)
 	src := faultsTree.get(t)
-	dir := t.TempDir()
-	pids := filepath.Join(dir, "pids")
-	kill := filepath.Join(dir, "kill.sh")
-	script := fmt.Sprintf("#!/bin/sh\nexec 3<&0\n%s \"$@\" <&3 3<&- &\npid=$!\necho $pid >> %s\n(sleep 0.7; kill -KILL $pid) &\nwait $pid\n", binPath, pids)
-	if err := os.WriteFile(kill, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		b, _ := os.ReadFile(pids)
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	})
+	_, _, kill := stallWrappers(t, "0.7")
 	dst := filepath.Join(t.TempDir(), "acct")
 	args := append(sshdArgs(srv), "--remote-path", kill, "--progress", "none", "-j", "2", "--bwlimit", "8M", "--json", sshdURL(srv, src), dst)
 	r := runBin(t, append([]string{"restore"}, args...)...)
