@@ -455,6 +455,11 @@ type splitState struct {
 	left   int  // blocks not yet done
 	failed bool // a block failed: the file is reported once and not committed
 	delta  bool // a block arrived as a delta
+	// gone is the index in the report's Errors of the file's error when
+	// that is only transfer.ErrSplitGone (a consequence of another
+	// block's failure, whose reply may come first): the cause, when it
+	// comes, takes its place. -1 otherwise.
+	gone int
 }
 
 // takeRetries returns the batches to send again whole, and forgets them.
@@ -473,7 +478,7 @@ func newTracker(ctx context.Context, s session, rep *Report, batches []*batch) *
 			if it.Split {
 				st := t.splits[it.Entry.Path]
 				if st == nil {
-					st = &splitState{}
+					st = &splitState{gone: -1}
 					t.splits[it.Entry.Path] = st
 				}
 				st.left++
@@ -520,9 +525,17 @@ func (t *tracker) done(b *batch, errs []error) {
 		}
 		st := t.splits[it.Entry.Path]
 		st.left--
-		if err != nil && !st.failed {
+		switch {
+		case err == nil:
+		case !st.failed:
 			st.failed = true
+			if errors.Is(err, transfer.ErrSplitGone) {
+				st.gone = len(t.rep.Errors)
+			}
 			t.rep.addError(it.Entry.Path, err)
+		case st.gone >= 0 && !errors.Is(err, transfer.ErrSplitGone):
+			t.rep.Errors[st.gone].Error = err.Error()
+			st.gone = -1
 		}
 		if err == nil {
 			t.rep.Bytes += it.Length

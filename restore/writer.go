@@ -308,7 +308,7 @@ func (w *Writer) WriteItem(ctx context.Context, it *transfer.Item, r io.Reader) 
 	fd, err := unix.Openat(dirfd, tmp, flags, 0o600)
 	if err != nil {
 		if it.Split && err == unix.ENOENT {
-			return fmt.Errorf("block at %d: temporary file is gone (another block of the file failed, or the destination was changed)", it.Offset)
+			return fmt.Errorf("block at %d: %w", it.Offset, transfer.ErrSplitGone)
 		}
 		return fmt.Errorf("create temporary file: %w", err)
 	}

@@ -268,7 +268,8 @@ func (c *Conn) SendWrite(ctx context.Context, items []Item, src ItemSource, buf 
 
 // RecvWrite reads the receiver's per-item errors for the oldest outstanding
 // SendWrite. Each is a RemoteError; one whose delta could not be applied
-// wraps ErrDeltaFailed.
+// wraps ErrDeltaFailed, and a block whose split file had already failed
+// wraps ErrSplitGone.
 func (c *Conn) RecvWrite(items []Item) ([]error, error) {
 	defer c.pending.Add(-1)
 	if err := c.dec.status(); err != nil {
@@ -292,12 +293,16 @@ func (c *Conn) RecvWrite(items []Item) ([]error, error) {
 		if err != nil {
 			return nil, c.fail(err)
 		}
-		if i >= uint64(len(items)) || kind > errKindDelta {
+		if i >= uint64(len(items)) || kind > errKindGone {
 			return nil, fmt.Errorf("%w: error of kind %d for item %d of %d", ErrProtocol, kind, i, len(items))
 		}
-		errs[i] = &RemoteError{Msg: msg}
-		if kind == errKindDelta {
+		switch kind {
+		case errKindDelta:
 			errs[i] = &RemoteError{Msg: msg, Kind: ErrDeltaFailed}
+		case errKindGone:
+			errs[i] = &RemoteError{Msg: msg, Kind: ErrSplitGone}
+		default:
+			errs[i] = &RemoteError{Msg: msg}
 		}
 	}
 	return errs, nil

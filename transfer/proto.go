@@ -19,8 +19,10 @@ import (
 // would ignore and send everything), the delete and itemize requests, and
 // extended metadata in entries: xattrs, POSIX ACLs, the sparse flag.
 // Optional features asked for in Hello (Verify) are acknowledged in the
-// reply, so an older agent that ignores them is recognised.
-const ProtocolVersion = 3
+// reply, so an older agent that ignores them is recognised. Version 4 added
+// the error kind of a block whose split file had already failed
+// (ErrSplitGone).
+const ProtocolVersion = 4
 
 // magic opens the handshake in both directions, so that a peer that is not a
 // restoresync agent (a login banner, "command not found") is recognised.
@@ -182,6 +184,7 @@ const (
 	// Kinds of a per-item error in a write reply.
 	errKindOther byte = 0
 	errKindDelta byte = 1 // wraps ErrDeltaFailed: send the item again whole
+	errKindGone  byte = 2 // wraps ErrSplitGone: a consequence of another block's error
 
 	// chunkBytes is the largest chunk a sender writes.
 	chunkBytes = 256 << 10
@@ -442,7 +445,8 @@ type RemoteError struct {
 	// Msg is the peer's error text.
 	Msg string
 	// Kind, when not nil, is the sentinel the peer's error wrapped, when
-	// the protocol carries it (ErrDeltaFailed); errors.Is sees it.
+	// the protocol carries it (ErrDeltaFailed, ErrSplitGone); errors.Is
+	// sees it.
 	Kind error
 }
 

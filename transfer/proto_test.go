@@ -1198,6 +1198,9 @@ func (s *recordSink) WriteItem(ctx context.Context, it *Item, r io.Reader) error
 	if strings.HasPrefix(path.Base(it.Entry.Path), "readonly") {
 		return errReadOnly // without reading: the server drains the item
 	}
+	if strings.HasPrefix(path.Base(it.Entry.Path), "gone") && it.Offset > 0 {
+		return fmt.Errorf("block at %d: %w", it.Offset, ErrSplitGone)
+	}
 	return s.written.WriteItem(ctx, it, r)
 }
 
@@ -1383,5 +1386,45 @@ func TestServeConfinesToRoot(t *testing.T) {
 			t.Errorf("List of %q: %v, %+v", p, err, list.Entries)
 		}
 		c.Close()
+	}
+}
+
+// A receiver's per-item errors keep their kind across the wire: a block
+// whose split file had already failed (ErrSplitGone) and a delta that could
+// not be applied are told from other errors, which the client's report
+// needs to prefer a split file's cause over its consequences.
+func TestConnWriteErrorKinds(t *testing.T) {
+	ctx := testContext(t)
+	sink := &recordSink{}
+	src := &memSource{files: map[string][]byte{"gone.bin": textBytes(7, 3000), "readonly.txt": []byte("ro")}}
+	entries := []treewalk.Entry{
+		{Path: "gone.bin", Kind: treewalk.KindFile, Mode: 0o644, Size: 3000},
+		{Path: "readonly.txt", Kind: treewalk.KindFile, Mode: 0o644, Size: 2},
+	}
+	c := dialPipe(t, ctx, ServerConfig{Root: t.TempDir(), NewSink: sink.open}, Hello{Role: RoleReceiver, Path: "/alice", Compression: "none"})
+	if _, err := c.Plan(ctx, entries); err != nil {
+		t.Fatal(err)
+	}
+	items := []Item{
+		{Entry: entries[0], Length: 1000, Split: true},
+		{Entry: entries[0], Offset: 1000, Length: 2000, Split: true},
+		{Entry: entries[1], Length: 2},
+	}
+	if _, err := c.SendWrite(ctx, items, src, make([]byte, chunkBytes)); err != nil {
+		t.Fatal(err)
+	}
+	errs, err := c.RecvWrite(items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs[0] != nil {
+		t.Errorf("first block: %v", errs[0])
+	}
+	var re *RemoteError
+	if !errors.Is(errs[1], ErrSplitGone) || !errors.As(errs[1], &re) || !strings.Contains(re.Msg, "block at 1000") {
+		t.Errorf("second block: %#v; want a RemoteError wrapping ErrSplitGone", errs[1])
+	}
+	if errs[2] == nil || errors.Is(errs[2], ErrSplitGone) || errors.Is(errs[2], ErrDeltaFailed) || !strings.Contains(errs[2].Error(), "read-only") {
+		t.Errorf("readonly.txt: %#v; want a plain RemoteError", errs[2])
 	}
 }

@@ -374,8 +374,11 @@ func (s *server) write(ctx context.Context) error {
 		}
 		if ierr != nil {
 			kind := errKindOther
-			if errors.Is(ierr, ErrDeltaFailed) {
+			switch {
+			case errors.Is(ierr, ErrDeltaFailed):
 				kind = errKindDelta
+			case errors.Is(ierr, ErrSplitGone):
+				kind = errKindGone
 			}
 			errs = append(errs, itemErr{i, kind, ierr.Error()})
 		}

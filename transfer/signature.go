@@ -38,6 +38,13 @@ const (
 // again whole.
 var ErrDeltaFailed = errors.New("delta transfer failed")
 
+// ErrSplitGone is the item error of a block of a split file whose
+// temporary file is no longer there: another block of the file failed
+// first (its error is the one that says why), or the destination was
+// changed during the restore. Receivers wrap it; the protocol carries it
+// across (RemoteError.Kind), so that a report can prefer the first cause.
+var ErrSplitGone = errors.New("temporary file is gone (another block of the file failed, or the destination was changed)")
+
 // Signature describes the receiver's current copy of a file (the basis) for
 // a delta: the weak rolling checksum and the strong hash of each block. A
 // Signature is not modified once built; it may be read concurrently.
