@@ -699,11 +699,11 @@ func TestHandshakeRefusals(t *testing.T) {
 		proto  bool     // wraps ErrProtocol
 	}{
 		{"newer protocol", "", replyWith(helloReply{Proto: 9, Version: "9.0.0", Codecs: CodecNames()}),
-			[]string{"restoresync 9.0.0", "protocol 9", "restoresync 1.4.0", "speaks 3"}, true},
-		{"newer server refusing", "", replyWith(helloReply{Proto: 9, Version: "9.0.0", Codecs: CodecNames(), Error: "protocol error: the client speaks protocol 3"}),
-			[]string{"restoresync 9.0.0", "protocol 9", "speaks 3"}, true},
+			[]string{"restoresync 9.0.0", "protocol 9", "restoresync 1.4.0", "speaks " + strconv.Itoa(ProtocolVersion)}, true},
+		{"newer server refusing", "", replyWith(helloReply{Proto: 9, Version: "9.0.0", Codecs: CodecNames(), Error: "protocol error: the client speaks protocol " + strconv.Itoa(ProtocolVersion)}),
+			[]string{"restoresync 9.0.0", "protocol 9", "speaks " + strconv.Itoa(ProtocolVersion)}, true},
 		{"older protocol", "", replyWith(helloReply{Proto: 0, Version: "0.9.0", Codecs: CodecNames()}),
-			[]string{"restoresync 0.9.0", "protocol 0", "speaks 3"}, true},
+			[]string{"restoresync 0.9.0", "protocol 0", "speaks " + strconv.Itoa(ProtocolVersion)}, true},
 		{"codec unsupported", "", replyWith(helloReply{Proto: ProtocolVersion, Version: "1.3.0", Codecs: []string{"none", "gzip"}}),
 			[]string{"does not support codec zstd", "none gzip"}, true},
 		{"command not found", "", func(in *bufio.Reader, out io.Writer) {
@@ -788,7 +788,7 @@ func TestServeRefusals(t *testing.T) {
 		reply  bool // a reply is sent
 	}{
 		{"newer client", Hello{Proto: 9, Version: "9.0.0", Role: RoleSender, Path: dir, Compression: "zstd"},
-			[]string{"restoresync 9.0.0", "protocol 9", "restoresync 1.4.0", "speaks 3"}, []error{ErrProtocol}, true},
+			[]string{"restoresync 9.0.0", "protocol 9", "restoresync 1.4.0", "speaks " + strconv.Itoa(ProtocolVersion)}, []error{ErrProtocol}, true},
 		{"unknown codec", Hello{Proto: ProtocolVersion, Version: "1.4.0", Role: RoleSender, Path: dir, Compression: "brotli"},
 			[]string{`"brotli"`, "none, lz4, zstd, gzip"}, []error{ErrProtocol, ErrUnknownCodec}, true},
 		{"empty codec", Hello{Proto: ProtocolVersion, Version: "1.4.0", Role: RoleSender, Path: dir},
