@@ -11,6 +11,27 @@ import (
 	"github.com/restoresync/restoresync/treewalk"
 )
 
+// settleRoot gives a DST that this Writer created, when entries (the whole
+// file list) has no "." entry to take its metadata from (several SRCs, -R,
+// --files-from, a file SRC), the mode mkdir gives a new directory: 0777
+// less the process umask, as rsync does. Plan calls it before any file is
+// written, so that an interrupted run leaves no 0700 DST behind (a rerun,
+// which finds DST there, would not change it); Finish calls it too, for the
+// methods without a Plan. It acts once. Not safe for concurrent use.
+func (w *Writer) settleRoot(entries []treewalk.Entry) error {
+	if !w.created || w.rootSettled || w.opts.DryRun {
+		return nil
+	}
+	w.rootSettled = true
+	if slices.ContainsFunc(entries, func(e treewalk.Entry) bool { return e.Path == "." }) {
+		return nil
+	}
+	if err := unix.Fchmod(w.rootFd, 0o777&^processUmask()); err != nil {
+		return fmt.Errorf("set the mode of the destination: %w", err)
+	}
+	return nil
+}
+
 // Finish implements transfer.Sink. First, in list order, it creates
 // symlinks, special files (unless NoSpecials, NoDevices) and hardlinks (each under a temporary name, with
 // its metadata, then renamed over whatever is there); then, deepest first,
@@ -45,12 +66,8 @@ func (w *Writer) Finish(ctx context.Context, entries []treewalk.Entry) ([]*treew
 		}
 	}
 	cur.close()
-	if w.created && !slices.ContainsFunc(entries, func(e treewalk.Entry) bool { return e.Path == "." }) {
-		// Several SRCs went into a DST this run made: it gets a
-		// directory's usual mode instead of the 0700 it was made with.
-		if err := unix.Fchmod(w.rootFd, 0o755); err != nil {
-			fail(&treewalk.Entry{Path: "."}, err)
-		}
+	if err := w.settleRoot(entries); err != nil {
+		fail(&treewalk.Entry{Path: "."}, err)
 	}
 	for i := len(entries) - 1; i >= 0; i-- {
 		if e := &entries[i]; e.Kind == treewalk.KindDir {

@@ -58,6 +58,9 @@ func (c *dirCursor) close() {
 // a non-empty regular file (see signatures).
 func (w *Writer) Plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error) {
 	var res transfer.PlanResult
+	if err := w.settleRoot(entries); err != nil {
+		res.Errors = append(res.Errors, &treewalk.PathError{Path: ".", Err: err})
+	}
 	var bases []basisFile
 	cur := &dirCursor{w: w}
 	defer cur.close()

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"sync"
 
@@ -115,9 +117,11 @@ type Writer struct {
 	chown  bool // running as root: owners are set
 	bufs   sync.Pool
 	// created says that NewWriter made dst: without a "." entry in the
-	// list (several SRCs), Finish gives it a directory's usual mode.
-	created bool
-	filter  *treewalk.Filter // opts.Filters, compiled
+	// list (several SRCs, a file SRC), settleRoot gives it a new
+	// directory's usual mode; rootSettled says that it did.
+	created     bool
+	rootSettled bool
+	filter      *treewalk.Filter // opts.Filters, compiled
 
 	splitMu    sync.Mutex
 	splitTemps map[string]bool // split files prepared and not yet committed
@@ -138,8 +142,13 @@ func NewWriter(dst string, o WriterOptions) (*Writer, error) {
 		return nil, err
 	}
 	_, statErr := os.Lstat(dst)
-	if !o.DryRun {
-		if err := os.MkdirAll(dst, 0o700); err != nil {
+	if !o.DryRun && statErr != nil {
+		// Missing parents are made as mkdir -p makes them (0777 less the
+		// umask); DST itself is 0700 until its metadata is known.
+		if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
+			return nil, fmt.Errorf("create destination %s: %w", dst, err)
+		}
+		if err := os.Mkdir(dst, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("create destination %s: %w", dst, err)
 		}
 	}
