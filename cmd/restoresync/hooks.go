@@ -115,9 +115,9 @@ func (o *restoreOptions) preHook(ctx context.Context, r restore.Options, out io.
 // postHook runs --post-hook after a restore that ended with runErr (nil,
 // or the error runRestore returns) and rep. It returns the error the
 // restore command ends with: runErr, or, when the restore succeeded and
-// the hook failed, an exitError with exitPostHook. The JSON report is
-// written to a temporary file for RESTORE_REPORT and removed when the hook
-// returns. The hook runs even when ctx is cancelled (an interrupted
+// the hook failed, an exitError with exitPostHook. The report, as --json
+// prints it (with exit_code and error from runErr), is written to a
+// temporary file for RESTORE_REPORT and removed when the hook returns. The hook runs even when ctx is cancelled (an interrupted
 // restore), with ctx's values but not its cancellation.
 func (o *restoreOptions) postHook(ctx context.Context, r restore.Options, rep *restore.Report, runErr error, out, errOut io.Writer) error {
 	if o.ops.postHook == "" {
@@ -135,7 +135,7 @@ func (o *restoreOptions) postHook(ctx context.Context, r restore.Options, rep *r
 		env.status = statusFailed
 		env.exit = exitCode(ctx, runErr)
 	}
-	tmp, err := writeReportFile(rep)
+	tmp, err := writeReportFile(newJSONReport(ctx, rep, runErr))
 	if err != nil {
 		fmt.Fprintf(errOut, "restoresync: post-hook: %v\n", err)
 	} else {
@@ -156,18 +156,14 @@ func (o *restoreOptions) postHook(ctx context.Context, r restore.Options, rep *r
 	return runErr
 }
 
-// writeReportFile writes rep as JSON to a new temporary file (mode 0600)
-// and returns its name.
-func writeReportFile(rep *restore.Report) (string, error) {
+// writeReportFile writes jr as JSON (the --json object) to a new
+// temporary file (mode 0600) and returns its name.
+func writeReportFile(jr jsonReport) (string, error) {
 	f, err := os.CreateTemp("", "restoresync-report-*.json")
 	if err != nil {
 		return "", fmt.Errorf("report file: %w", err)
 	}
-	r := *rep
-	if r.Errors == nil {
-		r.Errors = []restore.FileError{}
-	}
-	err = json.NewEncoder(f).Encode(&r)
+	err = json.NewEncoder(f).Encode(jr)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

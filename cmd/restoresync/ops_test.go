@@ -226,6 +226,19 @@ func TestHooksEnvironment(t *testing.T) {
 	if err := json.Unmarshal(b, &hookRep); err != nil || hookRep.Files != rep.Files || hookRep.Bytes != rep.Bytes {
 		t.Errorf("RESTORE_REPORT held %q (%v), want the report of %d files", b, err, rep.Files)
 	}
+	// The same object --json prints, how the run ended included.
+	var hookObj, jsonObj map[string]any
+	if json.Unmarshal(b, &hookObj) != nil || json.Unmarshal([]byte(r.stdout), &jsonObj) != nil {
+		t.Fatalf("RESTORE_REPORT %q or --json %q is not a JSON object", b, r.stdout)
+	}
+	if code, ok := hookObj["exit_code"]; !ok || code != 0.0 || hookObj["error"] != nil {
+		t.Errorf("RESTORE_REPORT after a good restore: exit_code %v (present: %v), error %v; want 0 and no error:\n%s", code, ok, hookObj["error"], b)
+	}
+	delete(hookObj, "seconds")
+	delete(jsonObj, "seconds")
+	if hb, jb := fmt.Sprint(hookObj), fmt.Sprint(jsonObj); hb != jb {
+		t.Errorf("RESTORE_REPORT and --json differ:\nhook: %s\njson: %s", hb, jb)
+	}
 	if _, err := os.Stat(postEnv["RESTORE_REPORT"]); !os.IsNotExist(err) {
 		t.Errorf("RESTORE_REPORT %s outlived the hook: %v", postEnv["RESTORE_REPORT"], err)
 	}
@@ -258,7 +271,22 @@ func TestPostHookStatus(t *testing.T) {
 	t.Parallel()
 	src := smallTree(t)
 	dir := t.TempDir()
-	hook := func(name string) string { return fmt.Sprintf("env > %s/%s.env", dir, name) }
+	hook := func(name string) string {
+		return fmt.Sprintf("env > %s/%s.env; cp \"$RESTORE_REPORT\" %s/%s.json", dir, name, dir, name)
+	}
+	// hookReport checks the RESTORE_REPORT the hook named name copied: the
+	// exit code the run ends with, and an error message containing msg.
+	hookReport := func(name string, code int, msg string) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, name+".json"))
+		var rep report
+		if err == nil {
+			err = json.Unmarshal(b, &rep)
+		}
+		if err != nil || rep.ExitCode != code || !strings.Contains(rep.Error, msg) || rep.Errors == nil {
+			t.Errorf("%s: RESTORE_REPORT %q (%v): want exit_code %d, an error containing %q and an errors list", name, b, err, code, msg)
+		}
+	}
 
 	// failed: SRC does not exist
 	r := runIn(t, "restore", "--config", "none", "--post-hook", hook("failed"), filepath.Join(dir, "missing"), filepath.Join(dir, "d1"))
@@ -267,6 +295,7 @@ func TestPostHookStatus(t *testing.T) {
 	}
 	wantEnv(t, "post-hook after a failure", readEnv(t, dir+"/failed.env"), map[string]string{
 		"RESTORE_STATUS": "failed", "RESTORE_EXIT": strconv.Itoa(exitFileIO), "RESTORE_FILES": "0"})
+	hookReport("failed", exitFileIO, "missing")
 
 	// partial: a non-empty directory where SRC has a file (kept without --force)
 	d2 := filepath.Join(dir, "d2")
@@ -279,6 +308,7 @@ func TestPostHookStatus(t *testing.T) {
 	}
 	wantEnv(t, "post-hook after a partial restore", readEnv(t, dir+"/partial.env"), map[string]string{
 		"RESTORE_STATUS": "partial", "RESTORE_EXIT": strconv.Itoa(exitPartial), "RESTORE_FILES": "4"})
+	hookReport("partial", exitPartial, "some files could not be restored")
 
 	// a good restore, a failing hook
 	r = runIn(t, "restore", "--config", "none", "--post-hook", "exit 3", src, filepath.Join(dir, "d3"))

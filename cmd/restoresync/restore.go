@@ -197,15 +197,7 @@ func (o *restoreOptions) finishRestore(ctx context.Context, cmd *cobra.Command, 
 		}
 	}
 	if o.json {
-		if rep.Errors == nil {
-			rep.Errors = []restore.FileError{}
-		}
-		jr := jsonReport{Report: rep}
-		if err != nil {
-			jr.ExitCode = exitCode(ctx, err)
-			jr.Error = err.Error()
-		}
-		b, _ := json.Marshal(jr)
+		b, _ := json.Marshal(newJSONReport(ctx, rep, err))
 		fmt.Fprintln(out, string(b))
 	} else if err == nil || isPartial(err) {
 		for _, l := range rep.Changes {
@@ -227,6 +219,23 @@ type jsonReport struct {
 	// Error is the message of a run that did not complete ("" when it did):
 	// what ended it, or how many files failed.
 	Error string `json:"error,omitempty"`
+}
+
+// newJSONReport returns the report of a run that ended with err (nil for a
+// complete restore) as --json prints it and as the post-hook's
+// RESTORE_REPORT file holds it: exit_code and error say how the run ends
+// before the post-hook's own result. Errors is never null. rep is shared,
+// not copied; ctx is the run's, to tell an interrupt from other errors.
+func newJSONReport(ctx context.Context, rep *restore.Report, err error) jsonReport {
+	if rep.Errors == nil {
+		rep.Errors = []restore.FileError{}
+	}
+	jr := jsonReport{Report: rep}
+	if err != nil {
+		jr.ExitCode = exitCode(ctx, err)
+		jr.Error = err.Error()
+	}
+	return jr
 }
 
 func isPartial(err error) bool {
