@@ -745,16 +745,19 @@ func (res *Results) setVsRsync() {
 	}
 }
 
-// Failed reports whether a restoresync row failed or its result did not
-// verify: the benchmark then measured something other than a correct
-// restore.
-func (res *Results) Failed() bool {
+// FailedRows returns the rows, restoresync's and the baselines', that
+// failed or whose result did not verify: the benchmark then measured
+// something other than a correct restore. Rows that could not be checked
+// (notVerified, "skipped") are not counted. The rows are copies, in table
+// order; nil when none failed.
+func (res *Results) FailedRows() []Row {
+	var failed []Row
 	for _, r := range res.Rows {
-		if r.Tool == ToolRestoresync && (r.Error != "" || r.Verified != "ok" && r.Verified != notVerified && r.Verified != "skipped") {
-			return true
+		if r.Error != "" || r.Verified != "ok" && r.Verified != notVerified && r.Verified != "skipped" {
+			failed = append(failed, r)
 		}
 	}
-	return false
+	return failed
 }
 
 // setupFar makes the far side's wrapper scripts on the source host through

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -176,10 +175,11 @@ func compared(o treewalk.CompareOptions) []string {
 
 // benchRunOptions are the bench run command's flags.
 type benchRunOptions struct {
-	run        bench.RunOptions
-	delta      string
-	format     string
-	out, chart string
+	run    bench.RunOptions
+	delta  string
+	format string
+	out    string
+	charts []string // --chart, repeatable
 }
 
 func newBenchRunCmd() *cobra.Command {
@@ -208,14 +208,16 @@ the agent, when remote). Each restoresync row runs this binary's 'restore
 --json' with the connection flags given here; baselines use the system ssh
 with the same -F, -i and --known-hosts (or the -e command). A source host
 that cannot be reached stops the run before anything is timed (exit 255).
---out and --chart are checked before the first run; if --out cannot be
-written at the end after all, the results go to stdout. Progress goes to
-stderr.
+--out and --chart (repeatable: one file each, .svg or .png) are checked
+before the first run; if --out cannot be written at the end after all, the
+results go to stdout. Progress goes to stderr. When any row (restoresync's
+or a baseline's) failed or did not verify, all outputs are still written
+and the exit status is 23.
 
 Baselines: rsync (rsync -aH), rsync-z (rsync -aHz --compress-choice=zstd),
 tar-ssh (ssh HOST tar -cf - | tar -xpf -), targz-scp (tar -czf on the host,
-scp, tar -xzf); 'none' for none. One whose programs are missing is skipped
-with a note.`,
+scp, tar -xzf; OpenSSH 9's scp needs the host's SFTP subsystem); 'none'
+for none. One whose programs are missing is skipped with a note.`,
 		Example: `  restoresync bench run --src backup:/snapshots/daily.0/alice --methods raw,tar,rsync \
       --compress none,zstd --jobs 1,4,8 --baselines rsync,rsync-z,tar-ssh --chart out.svg
   restoresync bench run --src /srv/test/alice --delta 1% --format markdown --out results.md`,
@@ -242,7 +244,7 @@ func (o *benchRunOptions) addFlags(cmd *cobra.Command) {
 	f.Int64Var(&r.Seed, "seed", 1, "select which files --delta changes")
 	f.StringVar(&o.format, "format", o.format, "output format: "+strings.Join(bench.Formats(), ", "))
 	f.StringVarP(&o.out, "out", "o", "", "write the results to this file instead of stdout")
-	f.StringVar(&o.chart, "chart", "", "draw the median wall times as a bar chart into this file (.svg or .png)")
+	f.StringArrayVar(&o.charts, "chart", nil, "draw the median wall times as a bar chart into this file, .svg or .png (repeatable)")
 	f.StringVar(&r.TempDir, "tmp", "", "directory for the destinations (default: the system's temporary directory)")
 	f.StringVarP(&r.SSH.Rsh, "rsh", "e", "", "remote shell command for restores and baselines (e.g. 'ssh -p 2222')")
 	f.StringVar(&r.SSH.RemotePath, "remote-path", "", "restoresync binary on the remote host; 'none': no agent there")
@@ -269,11 +271,7 @@ func runBenchRun(ctx context.Context, cmd *cobra.Command, o *benchRunOptions) er
 	if slices.Equal(o.run.Baselines, []string{"none"}) {
 		o.run.Baselines = nil
 	}
-	var charts []string
-	if o.chart != "" {
-		charts = []string{o.chart}
-	}
-	if err := checkOutputs(o.out, charts); err != nil {
+	if err := checkOutputs(o.out, o.charts); err != nil {
 		return err
 	}
 	o.run.Log = cmd.ErrOrStderr()
@@ -281,18 +279,34 @@ func runBenchRun(ctx context.Context, cmd *cobra.Command, o *benchRunOptions) er
 	if err != nil {
 		return err
 	}
-	if err := writeResults(cmd.OutOrStdout(), o.out, res, o.format); err != nil {
-		return err
-	}
-	if o.chart != "" {
-		if err := writeChartFile(o.chart, res); err != nil {
-			return err
+	// Every output is written even when one fails; the first error wins
+	// over the failed rows' status.
+	err = writeResults(cmd.OutOrStdout(), o.out, res, o.format)
+	for _, c := range o.charts {
+		if cerr := writeChartFile(c, res); err == nil {
+			err = cerr
 		}
 	}
-	if res.Failed() {
-		return &exitError{exitPartial, errors.New("some restoresync rows failed or did not verify (see the verified column)")}
+	if err != nil {
+		return err
 	}
-	return nil
+	return failedRowsError(res)
+}
+
+// failedRowsError is the exit status 23 error (rsync's partial transfer:
+// some of the work was not done) when rows of res failed or did not
+// verify, naming how many and which; nil when every row is good.
+func failedRowsError(res *bench.Results) error {
+	failed := res.FailedRows()
+	if len(failed) == 0 {
+		return nil
+	}
+	labels := make([]string, len(failed))
+	for i := range failed {
+		labels[i] = failed[i].Label()
+	}
+	return &exitError{exitPartial, fmt.Errorf("%d of %d %s failed or did not verify (%s; see the verified column)",
+		len(failed), len(res.Rows), plural(len(res.Rows), "row", "rows"), strings.Join(labels, ", "))}
 }
 
 func newBenchDeltaCopyCmd() *cobra.Command {
