@@ -453,6 +453,7 @@ func TestConfigPrecedence(t *testing.T) {
 	want(global, "bwlimit", "50MiB", cfg+":4")
 	want(global, "method", "auto", "default")
 	want(global, "post_hook", `""`, "default")
+	want(global, "remote_path", "restoresync", "default") // the effective default, as the README's flag table says
 	acct := show("--account", "nobody")
 	want(acct, "jobs", "2", cfg+":8")
 	want(acct, "post_hook", "true", cfg+":9")

@@ -111,7 +111,7 @@ func (o *restoreOptions) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&r.Writer.Owner.KeepSetID, "keep-setid", false, "keep setuid/setgid bits even when ownership is remapped")
 	f.BoolVar(&r.Writer.Force, "force", false, "delete a non-empty directory that is in the way of a file or symlink")
 	f.StringVarP(&r.SSH.Rsh, "rsh", "e", "", "run each stream through this remote shell command (e.g. 'ssh -p 2222') instead of the built-in SSH client")
-	f.StringVar(&r.SSH.RemotePath, "remote-path", "", "restoresync binary on the remote host (like rsync's --rsync-path); 'none': no agent there (tar and rsync methods use the remote's own tools)")
+	f.StringVar(&r.SSH.RemotePath, "remote-path", "restoresync", "restoresync binary on the remote host (like rsync's --rsync-path); 'none': no agent there (tar and rsync methods use the remote's own tools)")
 	f.StringVarP(&r.SSH.ConfigFile, "config-file", "F", "", "ssh_config file (default ~/.ssh/config; 'none' for no file)")
 	f.StringArrayVarP(&r.SSH.Identities, "identity", "i", nil, "private key file (repeatable)")
 	f.StringArrayVar(&r.SSH.KnownHosts, "known-hosts", nil, "known_hosts file (repeatable; default ~/.ssh/known_hosts)")
