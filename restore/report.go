@@ -28,7 +28,10 @@ type Report struct {
 	Dirs      int `json:"dirs"`
 	Symlinks  int `json:"symlinks"`
 	Hardlinks int `json:"hardlinks"`
-	// Bytes is the file payload written, in bytes.
+	// Bytes is the payload of the Files, in bytes: the data of the regular
+	// files put in place under their final names (a delta file counts its
+	// whole size). Data written for a file that did not complete (a split
+	// file with blocks missing, an interrupted run) is not counted.
 	Bytes int64 `json:"bytes"`
 	// WireBytes is what crossed the network in both directions, in bytes
 	// (handshakes, file list and frame headers included; 0 when local).

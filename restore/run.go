@@ -455,6 +455,9 @@ type splitState struct {
 	left   int  // blocks not yet done
 	failed bool // a block failed: the file is reported once and not committed
 	delta  bool // a block arrived as a delta
+	// bytes is the payload of the blocks written so far; it goes into
+	// the report's Bytes when the file is committed, not before.
+	bytes int64
 	// gone is the index in the report's Errors of the file's error when
 	// that is only transfer.ErrSplitGone (a consequence of another
 	// block's failure, whose reply may come first): the cause, when it
@@ -538,7 +541,7 @@ func (t *tracker) done(b *batch, errs []error) {
 			st.gone = -1
 		}
 		if err == nil {
-			t.rep.Bytes += it.Length
+			st.bytes += it.Length
 			if it.Delta != nil {
 				bytes += it.Length
 			}
@@ -569,9 +572,11 @@ func (t *tracker) commit(e *treewalk.Entry) error {
 	if err != nil {
 		t.rep.addError(e.Path, err)
 	} else {
+		st := t.splits[e.Path]
 		t.rep.Files++
+		t.rep.Bytes += st.bytes
 		action := ActionWrite
-		if t.splits[e.Path].delta {
+		if st.delta {
 			t.rep.DeltaFiles++
 			action = ActionDelta
 		}
