@@ -117,8 +117,9 @@ func (o *restoreOptions) preHook(ctx context.Context, r restore.Options, out io.
 // restore command ends with: runErr, or, when the restore succeeded and
 // the hook failed, an exitError with exitPostHook. The report, as --json
 // prints it (with exit_code and error from runErr), is written to a
-// temporary file for RESTORE_REPORT and removed when the hook returns. The hook runs even when ctx is cancelled (an interrupted
-// restore), with ctx's values but not its cancellation.
+// temporary file for RESTORE_REPORT and removed when the hook returns.
+// The hook runs even when ctx is cancelled (an interrupted restore), with
+// ctx's values but not its cancellation.
 func (o *restoreOptions) postHook(ctx context.Context, r restore.Options, rep *restore.Report, runErr error, out, errOut io.Writer) error {
 	if o.ops.postHook == "" {
 		return runErr
