@@ -81,6 +81,9 @@ func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry, resent map[string]bo
 	typ := map[treewalk.Kind]byte{treewalk.KindFile: 'f', treewalk.KindDir: 'd', treewalk.KindSymlink: 'L',
 		treewalk.KindCharDev: 'D', treewalk.KindBlkDev: 'D', treewalk.KindFifo: 'S'}[e.Kind]
 	st, dirfd, base, ok := w.itemStat(cur, e)
+	if e.Path == "." && w.created {
+		ok = false // made by this run (0700 until Finish): new, as rsync says
+	}
 	if !ok || st.Mode&unix.S_IFMT != kindMode(e.Kind) {
 		y := byte('c')
 		switch {
