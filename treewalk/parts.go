@@ -127,18 +127,22 @@ func (w *walker) part(ctx context.Context, rootFd int, rel string, implied map[s
 			continue
 		}
 		st, pfd, err := w.lstat(d)
-		if err == nil {
+		if err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			unix.Close(pfd)
-			if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-				err = fmt.Errorf("implied directory of %s is not a directory", rel)
-			}
+			err = fmt.Errorf("implied directory of %s is not a directory", rel)
 		}
 		if err != nil {
 			w.fail(d, err)
 			return nil
 		}
 		implied[d] = true
-		w.add(d, &st, -1)
+		// Its own xattrs and ACLs, read in its parent (pfd), not the base's.
+		err = w.add(d, &st, pfd)
+		unix.Close(pfd)
+		if err != nil {
+			w.fail(d, err)
+			return nil
+		}
 	}
 	st, pfd, err := w.lstat(rel)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // A part that ImpliesRoot lists its Base as "." first of all, once, with
@@ -55,5 +57,30 @@ func TestWalkPartsImpliedRoot(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// An implied directory carries its own xattrs, not its base's.
+func TestWalkPartsImpliedDirXattrs(t *testing.T) {
+	base := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(base, "alice/x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for p, v := range map[string]string{".": "base", "alice": "alice"} {
+		if err := unix.Setxattr(filepath.Join(base, p), "user.who", []byte(v), 0); err != nil {
+			t.Fatalf("setxattr %s: %v", p, err)
+		}
+	}
+	root, err := os.OpenRoot(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	l, err := WalkParts(context.Background(), []Part{{Base: root, Rel: "alice/x"}}, nil)
+	if err != nil || len(l.Errors) > 0 || len(l.Entries) != 2 || l.Entries[0].Path != "alice" {
+		t.Fatalf("%v %v %+v", err, l.Errors, l.Entries)
+	}
+	if x := l.Entries[0].Xattrs; len(x) != 1 || x[0].Name != "user.who" || string(x[0].Value) != "alice" {
+		t.Errorf("implied directory alice has xattrs %+v, want its own user.who=alice", x)
 	}
 }
