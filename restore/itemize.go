@@ -17,9 +17,16 @@ import (
 // them on a new entry): first, with del, the deletions ("*deleting
 // NAME", as Delete would make them), then the entries in list order.
 // Directories' names end in "/", the root is "./", symlinks add
-// " -> TARGET" and hardlinks " => LEADER". Nothing is written. Errors are
-// for cancellation only; an entry that cannot be looked at reads as
-// missing.
+// " -> TARGET" and hardlinks " => LEADER". A hardlink follower is listed
+// as rsync -H lists it (rsync's hlink.c, maybe_hard_link): "hf" and its
+// own changed attributes (spaces when none) with " => LEADER" when it
+// will be (re)linked, that is when DST's name is not already a link to
+// the leader's inode, or, on a real run, when the leader gets a new inode
+// (its data is sent); a follower already linked to the leader has no
+// line on a real run, and on a dry run a line without " => LEADER" only
+// when its attributes differ (as rsync -n, which compares it with the
+// leader DST has now). Nothing is written. Errors are for cancellation
+// only; an entry that cannot be looked at reads as missing.
 func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, error) {
 	var lines []string
 	if del {
@@ -33,11 +40,24 @@ func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool
 	}
 	cur := &dirCursor{w: w}
 	defer cur.close()
+	// resent: the leaders of hardlink groups, true once their line says
+	// that their data is sent (a new inode on DST).
+	resent := map[string]bool{}
+	for i := range entries {
+		if entries[i].IsHardlink() {
+			resent[entries[i].LinkTo] = false
+		}
+	}
 	for i := range entries {
 		if i%1024 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if l := w.itemize(cur, &entries[i]); l != "" {
+		e := &entries[i]
+		l := w.itemize(cur, e, resent)
+		if _, leader := resent[e.Path]; leader && strings.HasPrefix(l, ">") {
+			resent[e.Path] = true
+		}
+		if l != "" {
 			lines = append(lines, l)
 		}
 	}
@@ -45,7 +65,8 @@ func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool
 }
 
 // itemize returns e's change line, or "" when DST has it as it is.
-func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry) string {
+// resent says which hardlink leaders have their data sent.
+func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry, resent map[string]bool) string {
 	name := e.Path
 	switch {
 	case e.Path == ".":
@@ -60,6 +81,9 @@ func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry) string {
 	typ := map[treewalk.Kind]byte{treewalk.KindFile: 'f', treewalk.KindDir: 'd', treewalk.KindSymlink: 'L',
 		treewalk.KindCharDev: 'D', treewalk.KindBlkDev: 'D', treewalk.KindFifo: 'S'}[e.Kind]
 	st, dirfd, base, ok := w.itemStat(cur, e)
+	if e.Path == "." && w.created {
+		ok = false // made by this run (0700 until Finish): new, as rsync says
+	}
 	if !ok || st.Mode&unix.S_IFMT != kindMode(e.Kind) {
 		y := byte('c')
 		switch {
@@ -70,12 +94,36 @@ func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry) string {
 		}
 		return string([]byte{y, typ}) + "+++++++++ " + name
 	}
+	flags := w.attrFlags(&st, dirfd, base, e, typ)
 	if e.IsHardlink() {
-		if lst, err := w.leaderStat(e); err == nil && lst.Dev == st.Dev && lst.Ino == st.Ino {
+		flags[0] = 'h'
+		lst, err := w.leaderStat(e)
+		linked := err == nil && lst.Dev == st.Dev && lst.Ino == st.Ino
+		changed := string(flags[2:]) != "........."
+		switch {
+		case linked && w.opts.DryRun && changed:
+			return string(flags) + " " + e.Path
+		case linked && (w.opts.DryRun || !resent[e.LinkTo]):
 			return ""
 		}
-		return "hf......... " + name
+		if !changed {
+			copy(flags[2:], "         ") // rsync's spaces for "no attribute changed"
+		}
+		return string(flags) + " " + name
 	}
+	if string(flags[2:]) == "........." && flags[0] == '.' {
+		return ""
+	}
+	return string(flags) + " " + name
+}
+
+// attrFlags compares e with st, what DST has at its path (dirfd and base
+// name it there), and returns rsync's 11 itemize characters: the update
+// type ('>' data sent, 'c' a symlink or device changed, '.' otherwise),
+// typ, then 'c' (target or device number), 's' (size), 't' (mtime), 'p'
+// (mode), 'o', 'g' (owner, group, as root) or '.' each, and "...." for
+// what is not compared.
+func (w *Writer) attrFlags(st *unix.Stat_t, dirfd int, base string, e *treewalk.Entry, typ byte) []byte {
 	flags := []byte("...........")
 	flags[1] = typ
 	uid, gid, mode := w.policy.Resolve(e)
@@ -110,10 +158,7 @@ func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry) string {
 		flags[7] = 'g'
 	}
 	flags[0] = y
-	if string(flags[2:]) == "........." && y == '.' {
-		return ""
-	}
-	return string(flags) + " " + name
+	return flags
 }
 
 // itemStat lstats e's path on DST; ok is false when there is nothing

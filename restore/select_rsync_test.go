@@ -2,6 +2,7 @@ package restore_test
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/transfer"
@@ -17,7 +19,9 @@ import (
 
 // selectionTree is a hosting account with what filter rules trip on:
 // dotfiles, names with spaces and brackets, a file and directories with
-// the same name, a symlink, nested directories with repeated names.
+// the same name, a symlink, nested directories with repeated names. The
+// account (mode 0711) and public_html (0750) have modes and mtimes
+// (selectionRootTime) that a new directory does not.
 func selectionTree(t *testing.T) string {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "alice")
@@ -43,7 +47,26 @@ func selectionTree(t *testing.T) string {
 	if err := os.Symlink("wp-content/uploads/2024", filepath.Join(root, "public_html/latest")); err != nil {
 		t.Fatal(err)
 	}
+	for p, mode := range map[string]os.FileMode{".": 0o711, "public_html": 0o750} {
+		os.Chmod(filepath.Join(root, p), mode)
+		os.Chtimes(filepath.Join(root, p), selectionRootTime, selectionRootTime)
+	}
 	return root
+}
+
+// selectionRootTime is the mtime of selectionTree's root and public_html.
+var selectionRootTime = time.Date(2023, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// rootMeta describes DST's own mode, and whether its mtime is that of a
+// selectionTree directory: rsync gives DST the metadata of the source
+// directory the selection names or implies as ".", or none.
+func rootMeta(t *testing.T, dst string) string {
+	t.Helper()
+	fi, err := os.Stat(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%v, source mtime %v", fi.Mode().Perm(), fi.ModTime().Equal(selectionRootTime))
 }
 
 // treeSet lists the paths under dir, directories with a trailing "/",
@@ -134,6 +157,18 @@ func TestSelectionMatchesRsync(t *testing.T) {
 		{name: "relative-implied-not-filtered", srcs: []string{"./public_html/wp-content/uploads"}, relative: true, rules: []treewalk.Rule{ex("public_html")}},
 		{name: "files-from", filesFrom: []string{"public_html/wp-content", "mail/new", ".bash_history", "My Documents/notes.txt", "logs/old/"}, rules: []treewalk.Rule{ex("*.png")}},
 		{name: "files-from-comments", filesFrom: []string{"# lost files", "; and more", "", "public_html/index.php", "./.bash_history", "mail/new"}},
+		// A line starting with "./" implies the SRC directory itself as
+		// ".": DST gets its mode and mtime; without it, DST is new.
+		{name: "files-from-dot-slash", filesFrom: []string{"./.bash_history"}},
+		{name: "files-from-dot-slash-deep", filesFrom: []string{"./public_html/index.php", "mail/new"}},
+		{name: "files-from-dot-slash-covered", filesFrom: []string{"public_html", "./public_html/index.php"}},
+		{name: "files-from-no-dot", filesFrom: []string{"public_html/index.php", "mail/new"}},
+		{name: "files-from-dot-dot-slash", filesFrom: []string{"././.bash_history"}},
+		// "/./" in a line keeps what follows, as -R does; "/././" also
+		// implies the directory before it as ".".
+		{name: "files-from-marker", filesFrom: []string{"public_html/./index.php", "public_html/wp-content/./plugins"}},
+		{name: "files-from-marker-dot", filesFrom: []string{"public_html/././index.php"}},
+		{name: "relative-dot-slash", srcs: []string{"./mail/cur", "././public_html/wp-content/cache"}, relative: true},
 	}
 	pipe := transfer.PipeDialer{Config: transfer.ServerConfig{NewSink: restore.NewSink, Version: "test"}}
 	for _, c := range cases {
@@ -185,6 +220,9 @@ func TestSelectionMatchesRsync(t *testing.T) {
 			want, got := treeSet(t, rdst), treeSet(t, odst)
 			if !slices.Equal(want, got) {
 				t.Errorf("rsync %q selected\n  %q\nrestoresync selected\n  %q", args, want, got)
+			}
+			if want, got := rootMeta(t, rdst), rootMeta(t, odst); want != got {
+				t.Errorf("rsync %q made DST %s, restoresync %s", args, want, got)
 			}
 			if len(want) == 0 {
 				t.Errorf("the rules selected nothing: a weak case")

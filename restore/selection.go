@@ -20,9 +20,11 @@ import (
 //     with the same name are a usage error (use -R);
 //   - -R: each SRC's path is kept under DST (absolute paths without their
 //     leading "/"), or only the part after a "/./" in it; the directories
-//     on the way are created with their source metadata;
+//     on the way are created with their source metadata, and so is DST
+//     itself when the kept part starts with "./" (rsync's implied ".");
 //   - --files-from: the listed paths, relative to the one SRC, placed as
-//     with -R; a listed directory comes with everything below it.
+//     with -R (a "/./" in a line included); a listed directory comes with
+//     everything below it.
 //
 // The filters apply to every path in its place under DST (an anchored
 // "/x" is DST/x), SRCs themselves included, implied directories not.
@@ -110,11 +112,11 @@ func planSelection(o Options, src transfer.Location) (selection, error) {
 			if treewalk.IsComment(line) {
 				continue
 			}
-			rel, err := cleanRel(line)
+			r, err := filesFromRoot(src.Path, line)
 			if err != nil {
 				return s, fmt.Errorf("%w: --files-from item %d %q: %w", ErrUsage, n+1, line, err)
 			}
-			roots = append(roots, transfer.SourceRoot{Base: src.Path, Rel: rel})
+			roots = append(roots, r)
 		}
 		if len(roots) == 0 {
 			return s, fmt.Errorf("%w: --files-from lists no path", ErrUsage)
@@ -167,8 +169,10 @@ func cleanRel(p string) (string, error) {
 	return rel, nil
 }
 
-// relativeRoot places SRC p as rsync's -R does: the part after "/./" if
-// there is one, else the whole path without its leading "/".
+// relativeRoot places SRC p as rsync's -R does: the part after the first
+// "/./" if there is one, else the whole path without its leading "/";
+// a kept part that starts with "./" implies DST itself ("."), which then
+// gets the metadata of the directory before it.
 func relativeRoot(p string) (transfer.SourceRoot, error) {
 	var base, rest string
 	switch i := strings.Index(p, "/./"); {
@@ -180,16 +184,47 @@ func relativeRoot(p string) (transfer.SourceRoot, error) {
 	case strings.HasPrefix(p, "/"):
 		base, rest = "/", strings.TrimLeft(p, "/")
 	default:
-		base, rest = "", strings.TrimPrefix(p, "./")
+		base, rest = "", p
 	}
+	r, err := keptRoot(base, rest)
+	if err != nil {
+		return r, fmt.Errorf("%w: SRC %q with -R: %w", ErrUsage, p, err)
+	}
+	return r, nil
+}
+
+// filesFromRoot places a --files-from line as rsync does (it implies -R):
+// relative to the SRC directory src, the part after the first "/./" is
+// kept (the part before names its directory beneath src), and a kept part
+// that starts with "./" implies DST itself, as with relativeRoot. Errors
+// wrap treewalk.ErrBadPath.
+func filesFromRoot(src, line string) (transfer.SourceRoot, error) {
+	base, rest := src, line
+	if i := strings.Index(line, "/./"); i >= 0 {
+		dir, err := cleanRel(line[:i])
+		if err != nil {
+			return transfer.SourceRoot{}, err
+		}
+		base, rest = path.Join(src, dir), line[i+3:]
+		if src == "" {
+			base = dir
+		}
+	}
+	return keptRoot(base, rest)
+}
+
+// keptRoot is the root of the kept part rest of a -R or --files-from path
+// beneath base: rest cleaned (cleanRel; "" is "."), implying "." when it
+// starts with "./".
+func keptRoot(base, rest string) (transfer.SourceRoot, error) {
 	if rest == "" {
 		rest = "."
 	}
 	rel, err := cleanRel(rest)
 	if err != nil {
-		return transfer.SourceRoot{}, fmt.Errorf("%w: SRC %q with -R: %w", ErrUsage, p, err)
+		return transfer.SourceRoot{}, err
 	}
-	return transfer.SourceRoot{Base: base, Rel: rel}, nil
+	return transfer.SourceRoot{Base: base, Rel: rel, ImpliesRoot: rel != "." && strings.HasPrefix(rest, "./")}, nil
 }
 
 // disjointRoots drops the roots that another one covers (at or below it,
@@ -200,7 +235,7 @@ func disjointRoots(roots []transfer.SourceRoot) ([]transfer.SourceRoot, error) {
 	var out []transfer.SourceRoot
 	for _, r := range roots {
 		covered := false
-		for _, q := range out {
+		for i, q := range out {
 			if !treewalk.IsUnder(r.Rel, q.Rel) {
 				continue
 			}
@@ -209,6 +244,7 @@ func disjointRoots(roots []transfer.SourceRoot) ([]transfer.SourceRoot, error) {
 					ErrUsage, r.Rel, r.Base, q.Rel, q.Base, r.Rel)
 			}
 			covered = true
+			out[i].ImpliesRoot = q.ImpliesRoot || r.ImpliesRoot // "." is still implied
 		}
 		if !covered {
 			out = append(out, r)

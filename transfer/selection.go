@@ -14,6 +14,11 @@ type SourceRoot struct {
 	// Rel is a clean relative path beneath Base (treewalk.ValidPath), "."
 	// for Base itself. Nothing beneath Base is followed if a symlink.
 	Rel string `json:"rel"`
+	// ImpliesRoot lists Base itself, with its metadata, as the root "."
+	// of the file list, an implied directory (rsync -R does so for a path
+	// whose kept part starts with "./", and --files-from for such a
+	// line). An older sender ignores it and sends no ".".
+	ImpliesRoot bool `json:"implies_root,omitempty"`
 }
 
 // Selection is what a sender sends of its tree: the parts in Roots, with

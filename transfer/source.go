@@ -115,7 +115,7 @@ func OpenSelection(sel Selection, open func(base string) (*os.Root, error)) (*Lo
 			s.bases = append(s.bases, root)
 			s.dirs = append(s.dirs, d)
 		}
-		s.parts = append(s.parts, treewalk.Part{Base: s.bases[i], Rel: r.Rel})
+		s.parts = append(s.parts, treewalk.Part{Base: s.bases[i], Rel: r.Rel, ImpliesRoot: r.ImpliesRoot})
 		if _, dup := s.byRel[r.Rel]; !dup {
 			s.byRel[r.Rel] = i
 		}

@@ -24,6 +24,10 @@ type Part struct {
 	Base *os.Root
 	// Rel is slash-separated and valid for ValidPath.
 	Rel string
+	// ImpliesRoot lists Base itself as the root "." of the list, before
+	// everything else, as an implied directory (rsync's -R and
+	// --files-from do so for a path that starts with "./").
+	ImpliesRoot bool
 }
 
 // IsUnder reports whether p is q or below q (both clean, relative,
@@ -37,7 +41,9 @@ func IsUnder(p, q string) bool {
 // rsync sends them) and then the part itself, unless f excludes it,
 // followed by its contents as Walk lists them, filtered by f (an excluded
 // directory is not descended into). A part below another one is covered
-// by it and skipped. Hardlinks are found across parts. A part or implied
+// by it and skipped. The first part (in that order) that ImpliesRoot,
+// unless a part is Rel "." itself, lists its Base as "." first of all.
+// Hardlinks are found across parts. A part or implied
 // directory that cannot be read (missing, a symlink where a directory is
 // implied) is a PathError of the list; errors of a Base are returned.
 // Cancelling ctx returns ctx.Err().
@@ -46,6 +52,14 @@ func WalkParts(ctx context.Context, parts []Part, f *Filter) (List, error) {
 	slices.SortStableFunc(parts, func(a, b Part) int { return cmp.Compare(a.Rel, b.Rel) })
 	w := newWalker(f)
 	implied := map[string]bool{}
+	if !slices.ContainsFunc(parts, func(p Part) bool { return p.Rel == "." }) {
+		if i := slices.IndexFunc(parts, func(p Part) bool { return p.ImpliesRoot }); i >= 0 {
+			if err := w.impliedRoot(parts[i].Base); err != nil {
+				return List{}, err
+			}
+			implied["."] = true
+		}
+	}
 	var walked []string
 	for _, pt := range parts {
 		if err := ValidPath(pt.Rel); err != nil {
@@ -66,6 +80,26 @@ func WalkParts(ctx context.Context, parts []Part, f *Filter) (List, error) {
 		}
 	}
 	return w.list, nil
+}
+
+// impliedRoot lists base as the root "." of the list.
+func (w *walker) impliedRoot(base *os.Root) error {
+	d, err := base.Open(".")
+	if err != nil {
+		return fmt.Errorf("walk %s: %w", base.Name(), err)
+	}
+	defer d.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(d.Fd()), &st); err != nil {
+		w.fail(".", err)
+		return nil
+	}
+	w.rootFd = int(d.Fd())
+	defer func() { w.rootFd = -1 }()
+	if err := w.add(".", &st, -1); err != nil {
+		w.fail(".", err)
+	}
+	return nil
 }
 
 // part lists one part beneath rootFd.
@@ -93,18 +127,22 @@ func (w *walker) part(ctx context.Context, rootFd int, rel string, implied map[s
 			continue
 		}
 		st, pfd, err := w.lstat(d)
-		if err == nil {
+		if err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			unix.Close(pfd)
-			if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-				err = fmt.Errorf("implied directory of %s is not a directory", rel)
-			}
+			err = fmt.Errorf("implied directory of %s is not a directory", rel)
 		}
 		if err != nil {
 			w.fail(d, err)
 			return nil
 		}
 		implied[d] = true
-		w.add(d, &st, -1)
+		// Its own xattrs and ACLs, read in its parent (pfd), not the base's.
+		err = w.add(d, &st, pfd)
+		unix.Close(pfd)
+		if err != nil {
+			w.fail(d, err)
+			return nil
+		}
 	}
 	st, pfd, err := w.lstat(rel)
 	if err != nil {
