@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,4 +94,50 @@ func TestE2ERsyncTimeoutGorootSrc(t *testing.T) {
 		t.Logf("--remote-path %s: %v", remote, time.Since(start).Round(time.Millisecond))
 	}
 	assertSameTree(t, src, dst)
+}
+
+// --timeout with agent-less --method rsync (--remote-path none) through
+// -e ssh: the ssh that carries the remote "rsync --server --sender" is
+// stopped (SIGSTOP) 0.7 s after it started, while Go's src is being
+// restored, so nothing moves, as with a hung remote: exit 30 within a
+// bounded time, and no temporary file is left.
+func TestE2ERsyncAgentlessStoppedTimeout(t *testing.T) {
+	e2e(t)
+	t.Parallel()
+	srv := testsshd.Start(t)
+	src := gorootSrc(t)
+	dir := t.TempDir()
+	pids := filepath.Join(dir, "pids")
+	wrapper := filepath.Join(dir, "ssh-stop-rsync.sh")
+	// The ssh that runs the remote rsync is stopped; the one that runs find
+	// is left alone. Its stdin goes through fd 3 (see stallWrappers).
+	script := fmt.Sprintf("#!/bin/sh\ncase \"$*\" in\n*'rsync --server'*)\n\texec 3<&0\n\tssh \"$@\" <&3 3<&- &\n\tpid=$!\n\techo $pid >> %s\n\t(sleep 0.7; kill -STOP $pid) &\n\twait $pid;;\n*) exec ssh \"$@\";;\nesac\n", pids)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		b, _ := os.ReadFile(pids)
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	rsh := fmt.Sprintf("%s -F /dev/null -i %s -o UserKnownHostsFile=%s -o BatchMode=yes -p %d", wrapper, srv.IdentityFile, srv.KnownHostsFile, srv.Port)
+	dst := filepath.Join(t.TempDir(), "src")
+	start := time.Now()
+	r := runBin(t, "restore", "-e", rsh, "--remote-path", "none", "--method", "rsync", "--no-xattrs", "--no-acls", "--progress", "none", "--timeout", "2",
+		fmt.Sprintf("%s@%s:%s", srv.User, srv.Host, src), dst)
+	took := time.Since(start)
+	wantExit(t, r, exitTimeout, "while waiting for the remote side (--timeout 2s)")
+	if took > 30*time.Second {
+		t.Errorf("exit after %v; ssh stops at 0.7 s, --timeout 2", took)
+	}
+	filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), ".") {
+			t.Errorf("temporary file left behind: %s", p)
+		}
+		return nil
+	})
+	t.Logf("exit %d after %v: %s", r.code, took.Round(time.Millisecond), strings.TrimSpace(r.stderr))
 }
