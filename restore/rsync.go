@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/gokrazy/rsync/rsyncclient"
 	"golang.org/x/sync/errgroup"
@@ -84,8 +85,8 @@ type rsyncPull struct {
 	list     treewalk.List
 	listWire int64 // bytes the listing took on the wire
 	stream   *transfer.RsyncStream
-	raw      transfer.Stream // agent-less: the stream under stream, with the idle timeout
 	agent    bool
+	idle     time.Duration // --timeout, for the rsync run (see run)
 }
 
 // openRsyncPull gets the file list and opens the rsync stream, both at
@@ -94,7 +95,7 @@ type rsyncPull struct {
 // the list from the remote's GNU find and the protocol from the remote's
 // "rsync --server --sender". Nothing is written before both succeed.
 func openRsyncPull(ctx context.Context, o Options, d transfer.Dialer, src transfer.Location) (*rsyncPull, error) {
-	p := &rsyncPull{agent: o.SSH.RemotePath != NoAgent}
+	p := &rsyncPull{agent: o.SSH.RemotePath != NoAgent, idle: o.IdleTimeout}
 	var cd transfer.CommandDialer
 	if !p.agent {
 		var ok bool
@@ -116,7 +117,7 @@ func openRsyncPull(ctx context.Context, o Options, d transfer.Dialer, src transf
 		if p.agent {
 			p.list, p.listWire, err = agentList(gctx, o, d, src.Path)
 		} else {
-			p.list, p.listWire, err = findList(gctx, cd, root)
+			p.list, p.listWire, err = findList(gctx, cd, root, o.IdleTimeout)
 		}
 		if err != nil {
 			return fmt.Errorf("file list: %w", err)
@@ -126,7 +127,7 @@ func openRsyncPull(ctx context.Context, o Options, d transfer.Dialer, src transf
 	g.Go(func() error {
 		var err error
 		if p.agent {
-			p.stream, err = transfer.DialRsyncSender(gctx, d, transfer.Hello{Path: src.Path, RsyncArgs: rsyncArgs, Version: o.Version})
+			p.stream, err = transfer.DialRsyncSender(gctx, d, transfer.Hello{Path: src.Path, RsyncArgs: rsyncArgs, Version: o.Version}, o.timeouts())
 		} else {
 			var quoted []string
 			for _, a := range client.ServerCommandOptions(strings.TrimSuffix(root, "/") + "/") {
@@ -135,8 +136,7 @@ func openRsyncPull(ctx context.Context, o Options, d transfer.Dialer, src transf
 			var s transfer.Stream
 			s, err = cd.WithCommand("rsync " + strings.Join(quoted, " ")).Dial(gctx)
 			if err == nil {
-				p.raw = transfer.IdleTimeoutStream(s, o.IdleTimeout)
-				p.stream = transfer.NewRsyncStream(p.raw)
+				p.stream = transfer.NewRsyncStream(s)
 			}
 		}
 		return err
@@ -163,22 +163,28 @@ func agentList(ctx context.Context, o Options, d transfer.Dialer, path string) (
 	return list, sent + recv, err
 }
 
-// findList gets the file list agent-less, from the remote's GNU find.
-func findList(ctx context.Context, cd transfer.CommandDialer, root string) (treewalk.List, int64, error) {
+// findList gets the file list agent-less, from the remote's GNU find,
+// which fails with the idle timeout error when find's output stops for
+// idle (--timeout; 0: none).
+func findList(ctx context.Context, cd transfer.CommandDialer, root string, idle time.Duration) (treewalk.List, int64, error) {
 	s, err := cd.WithCommand(findListCommand(root)).Dial(ctx)
 	if err != nil {
 		return treewalk.List{}, 0, err
 	}
-	defer s.Close()
+	rs := transfer.NewRsyncStream(s)
+	defer rs.Close()
 	stop := context.AfterFunc(ctx, func() { s.Close() })
 	defer stop()
 	s.CloseWrite()
-	rs := transfer.NewRsyncStream(s)
+	rs.SetIdleTimeout(idle, nil)
 	list, err := parseFindList(rs)
 	_, recv := rs.WireBytes()
 	if err != nil {
 		if ctx.Err() != nil {
 			return list, recv, ctx.Err()
+		}
+		if terr := rs.TimedOut(); terr != nil {
+			return list, recv, fmt.Errorf("remote find: %w", terr)
 		}
 		if errors.Is(err, errFindOutput) {
 			err = fmt.Errorf("%w: %w", transfer.ErrProtocol, err)
@@ -200,7 +206,15 @@ func (p *rsyncPull) run(ctx context.Context, w *Writer, dstPath string, rep *Rep
 		return err
 	}
 	stderr := &tailWriter{max: 4 << 10}
-	client, err := rsyncclient.New(rsyncArgs, rsyncclient.DontRestrict(), rsyncclient.WithStderr(stderr))
+	args := rsyncArgs
+	log := &genrLog{tail: stderr}
+	if p.idle > 0 {
+		// gokrazy's generator then logs each entry it goes through: our
+		// side's progress while the sender waits on it (see genrLog).
+		args = append(append([]string(nil), rsyncArgs...), "--debug=GENR")
+		p.stream.SetIdleTimeout(p.idle, log.entries.Load)
+	}
+	client, err := rsyncclient.New(args, rsyncclient.DontRestrict(), rsyncclient.WithStderr(log))
 	if err != nil {
 		return fmt.Errorf("rsync client: %w", err)
 	}
@@ -212,7 +226,7 @@ func (p *rsyncPull) run(ctx context.Context, w *Writer, dstPath string, rep *Rep
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if terr := transfer.IdleTimedOut(p.raw); terr != nil {
+		if terr := p.stream.TimedOut(); terr != nil {
 			return terr
 		}
 		msg := strings.TrimSpace(stderr.String())

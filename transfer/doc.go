@@ -35,7 +35,9 @@
 // (ErrSourceChanged); with Hello.Verify whole items end with an xxh3-128 of
 // the bytes read, checked by the receiver (ErrVerifyFailed); a Conn with an
 // idle timeout (SetIdleTimeout, rsync's --timeout) closes its stream when no
-// byte moves while a request is outstanding (ErrTimeout).
+// byte moves while a request is outstanding (ErrTimeout); an
+// RsyncStream's (RsyncStream.SetIdleTimeout) when no byte moves while a
+// Read or Write on it waits on the peer.
 //
 // An interrupted stream leaves nothing behind on its own: writing is the
 // business of restore's safe writer, which the server side calls through

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -95,4 +96,50 @@ func TestIdleTimeout(t *testing.T) {
 		t.Fatalf("read from a silent agent-less stream: %v; want ErrTimeout", err)
 	}
 	is.Close()
+}
+
+// An rsync stream's idle timeout (RsyncStream.SetIdleTimeout) counts only
+// time in which a Read or Write waits on the peer: silence with no call in
+// progress (our own disk work between calls) never fires it, a Read from a
+// silent peer does, and while local progress is reported (rsync's generator
+// going through files) a pending Read does not time out.
+func TestRsyncStreamIdleTimeout(t *testing.T) {
+	const d = 200 * time.Millisecond
+	s := &silentStream{closed: make(chan struct{})}
+	rs := NewRsyncStream(s)
+	var local atomic.Int64
+	rs.SetIdleTimeout(d, local.Load)
+	defer rs.Close()
+	time.Sleep(3 * d) // no call in progress: no timeout
+	if err := rs.TimedOut(); err != nil {
+		t.Fatalf("timed out with no call in progress: %v", err)
+	}
+	stopBusy := make(chan struct{})
+	go func() { // our side makes progress for 4 d, then stops
+		tick := time.NewTicker(d / 8)
+		defer tick.Stop()
+		end := time.After(4 * d)
+		for {
+			select {
+			case <-tick.C:
+				local.Add(1)
+			case <-end:
+				close(stopBusy)
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	_, err := rs.Read(make([]byte, 1))
+	took := time.Since(start)
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("read from a silent peer: %v; want ErrTimeout", err)
+	}
+	<-stopBusy
+	if took < 4*d || took > 40*d {
+		t.Errorf("timed out after %v; local progress lasted %v, the timeout is %v", took, 4*d, d)
+	}
+	if rs.TimedOut() == nil {
+		t.Error("TimedOut() is nil after the timeout")
+	}
 }

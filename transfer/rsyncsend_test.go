@@ -51,7 +51,7 @@ func TestRsyncSenderRole(t *testing.T) {
 			// Only the rsync-sender role runs rsync: not parallel, rsyncBinary is shared.
 			root := filepath.Dir(src)
 			d := PipeDialer{Config: ServerConfig{Root: root, ReadOnly: true}}
-			rs, err := DialRsyncSender(t.Context(), d, Hello{Path: filepath.Base(src), RsyncArgs: []string{"-rtp"}})
+			rs, err := DialRsyncSender(t.Context(), d, Hello{Path: filepath.Base(src), RsyncArgs: []string{"-rtp"}}, Timeouts{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +82,7 @@ func TestRsyncSenderRole(t *testing.T) {
 func TestRsyncSenderRefuses(t *testing.T) {
 	root := t.TempDir()
 	d := PipeDialer{Config: ServerConfig{Root: root, ReadOnly: true}}
-	if _, err := DialRsyncSender(t.Context(), d, Hello{Path: ".", RsyncArgs: []string{"--remove-source-files"}}); !errors.Is(err, ErrProtocol) {
+	if _, err := DialRsyncSender(t.Context(), d, Hello{Path: ".", RsyncArgs: []string{"--remove-source-files"}}, Timeouts{}); !errors.Is(err, ErrProtocol) {
 		t.Errorf("bad option: got %v, want ErrProtocol", err)
 	}
 	// The agent itself checks the options (a client could skip the check):
@@ -96,7 +96,7 @@ func TestRsyncSenderRefuses(t *testing.T) {
 	if !strings.Contains(s.Stderr(), "not allowed") || len(rest) > 200 {
 		t.Errorf("agent given -e: stderr %q, %d bytes after the handshake", s.Stderr(), len(rest))
 	}
-	_, err := DialRsyncSender(t.Context(), d, Hello{Path: "../..", RsyncArgs: []string{"-r"}})
+	_, err := DialRsyncSender(t.Context(), d, Hello{Path: "../..", RsyncArgs: []string{"-r"}}, Timeouts{})
 	var re *RemoteError
 	if !errors.As(err, &re) {
 		t.Errorf("path outside the root: got %v, want a RemoteError", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+	"time"
 )
 
 // RsyncStream is a Stream that carries the rsync protocol (raw bytes, no
@@ -14,11 +15,13 @@ import (
 // CommandDialer.WithCommand (agent-less) or our agent after a
 // RoleRsyncSender handshake (DialRsyncSender). Like a Stream it is used by
 // one reader and one writer at a time; WireBytes and Close are safe from any
-// goroutine.
+// goroutine. SetIdleTimeout gives it rsync's --timeout.
 type RsyncStream struct {
 	s          Stream
 	r          io.Reader // the reader that buffered past the handshake; nil: read s
 	sent, recv atomic.Int64
+	waiting    atomic.Int32 // Read and Write calls in progress
+	idle       *idleWatch   // nil: no idle timeout
 }
 
 // NewRsyncStream wraps s, which already carries the rsync protocol.
@@ -26,10 +29,13 @@ func NewRsyncStream(s Stream) *RsyncStream { return &RsyncStream{s: s} }
 
 // DialRsyncSender opens a stream to the agent with role RoleRsyncSender:
 // h.Role is set here, h.Path and h.RsyncArgs must be set (RsyncArgs pass
-// CheckRsyncArgs). Errors are those of Dialer.Dial and Handshake: ErrConnect,
-// ErrProtocol (not an agent, another protocol version, a refused option),
-// *RemoteError (the agent refused the path), or ctx's error.
-func DialRsyncSender(ctx context.Context, d Dialer, h Hello) (*RsyncStream, error) {
+// CheckRsyncArgs). The setup is bounded by t as Open bounds it (ErrConnect
+// after t.Connect, ErrTimeout after a shorter t.Idle); the stream gets no
+// idle timeout here (SetIdleTimeout). Errors are those of Dialer.Dial and
+// Handshake: ErrConnect, ErrTimeout, ErrProtocol (not an agent, another
+// protocol version, a refused option), *RemoteError (the agent refused the
+// path), or ctx's error.
+func DialRsyncSender(ctx context.Context, d Dialer, h Hello, t Timeouts) (*RsyncStream, error) {
 	if err := CheckRsyncArgs(h.RsyncArgs); err != nil {
 		return nil, err
 	}
@@ -38,12 +44,14 @@ func DialRsyncSender(ctx context.Context, d Dialer, h Hello) (*RsyncStream, erro
 	if h.Compression == "" {
 		h.Compression = "none"
 	}
-	s, err := d.Dial(ctx)
+	sctx, cancel, expired := setupContext(ctx, t)
+	defer cancel()
+	s, err := d.Dial(sctx)
 	if err != nil {
-		return nil, err
+		return nil, expired(err)
 	}
 	rs := &RsyncStream{s: s}
-	stop := context.AfterFunc(ctx, func() { s.Close() })
+	stop := context.AfterFunc(sctx, func() { s.Close() })
 	defer stop()
 	br := bufio.NewReaderSize(countingReaderFunc(s, &rs.recv), 64<<10)
 	fail := func(err error) (*RsyncStream, error) {
@@ -51,7 +59,7 @@ func DialRsyncSender(ctx context.Context, d Dialer, h Hello) (*RsyncStream, erro
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, withStderr(s, err)
+		return nil, withStderr(s, expired(err))
 	}
 	if err := writeHandshake(countingWriterFunc(s, &rs.sent), h); err != nil {
 		return fail(fmt.Errorf("handshake: %w", err))
@@ -69,31 +77,87 @@ func DialRsyncSender(ctx context.Context, d Dialer, h Hello) (*RsyncStream, erro
 		s.Close()
 		return nil, &RemoteError{Msg: rep.Error}
 	}
+	if !stop() {
+		// The setup's limit passed just as it succeeded: the stream is closed.
+		return fail(context.DeadlineExceeded)
+	}
 	// The counting happens below br; reads come out of it from now on.
 	rs.r = br
 	return rs, nil
 }
 
-// Read reads the peer's rsync protocol bytes.
-func (r *RsyncStream) Read(p []byte) (int, error) {
-	if r.r == nil {
-		n, err := r.s.Read(p)
-		r.recv.Add(int64(n))
-		return n, err
+// SetIdleTimeout gives the stream rsync's --timeout: when, for d, no byte
+// moves on it while a Read or Write call on it is in progress (the rsync
+// run waits on the peer) and local, if not nil, has not changed either, the
+// stream is closed and its calls return an error wrapping ErrTimeout (see
+// TimedOut). local counts the progress of our own side of the transfer
+// (work that moves no byte, such as rsync's generator going through files
+// already up to date, while the peer waits on us): the way rsync's
+// generator counts itself as active while it sifts through files. Time in
+// which no call is in progress (our own disk writes, the work before and
+// after the run) never counts. d <= 0 means no timeout. Call it once,
+// before the rsync run; local is called from the watch's goroutine and
+// must be safe for that. Close ends the watch.
+func (r *RsyncStream) SetIdleTimeout(d time.Duration, local func() int64) {
+	if d <= 0 || r.idle != nil {
+		return
 	}
-	return r.r.Read(p)
+	r.idle = startIdleWatch(d,
+		func() int64 {
+			n := r.sent.Load() + r.recv.Load()
+			if local != nil {
+				n += local()
+			}
+			return n
+		},
+		func() bool { return r.waiting.Load() > 0 },
+		func() { r.s.Close() })
+}
+
+// TimedOut returns the error wrapping ErrTimeout once the idle timeout
+// (SetIdleTimeout) has closed the stream, else nil: callers whose rsync
+// library does not wrap read errors use it to report the timeout rather
+// than its consequence. Safe from any goroutine.
+func (r *RsyncStream) TimedOut() error { return r.idle.Err() }
+
+// Read reads the peer's rsync protocol bytes.
+func (r *RsyncStream) Read(p []byte) (n int, err error) {
+	r.waiting.Add(1)
+	defer r.waiting.Add(-1)
+	if r.r == nil {
+		n, err = r.s.Read(p)
+		r.recv.Add(int64(n))
+	} else {
+		n, err = r.r.Read(p)
+	}
+	return n, r.timeoutErr(err)
 }
 
 // Write sends rsync protocol bytes to the peer.
 func (r *RsyncStream) Write(p []byte) (int, error) {
+	r.waiting.Add(1)
+	defer r.waiting.Add(-1)
 	n, err := r.s.Write(p)
 	r.sent.Add(int64(n))
-	return n, err
+	return n, r.timeoutErr(err)
 }
 
-// Close tears the stream down (Stream.Close); safe from any goroutine, so
-// it is how a blocked rsync run is cancelled.
-func (r *RsyncStream) Close() error { return r.s.Close() }
+// timeoutErr is err, or the idle timeout's error when that closed the stream.
+func (r *RsyncStream) timeoutErr(err error) error {
+	if err != nil {
+		if terr := r.idle.Err(); terr != nil {
+			return terr
+		}
+	}
+	return err
+}
+
+// Close tears the stream down (Stream.Close) and ends its idle timeout;
+// safe from any goroutine, so it is how a blocked rsync run is cancelled.
+func (r *RsyncStream) Close() error {
+	r.idle.Stop()
+	return r.s.Close()
+}
 
 // CloseWrite signals the end of our side (Stream.CloseWrite).
 func (r *RsyncStream) CloseWrite() error { return r.s.CloseWrite() }

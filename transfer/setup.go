@@ -33,6 +33,27 @@ type Timeouts struct {
 // marks, not as context.DeadlineExceeded. On error the stream is closed. Safe for
 // concurrent use (each call opens its own stream).
 func Open(ctx context.Context, d Dialer, h Hello, t Timeouts) (Stream, *Conn, error) {
+	sctx, cancel, expired := setupContext(ctx, t)
+	defer cancel()
+	s, err := d.Dial(sctx)
+	if err != nil {
+		return nil, nil, expired(err)
+	}
+	c, err := Handshake(sctx, s, h)
+	if err != nil {
+		err = expired(err)
+		s.Close()
+		return nil, nil, withStderr(s, err)
+	}
+	c.SetIdleTimeout(t.Idle)
+	return s, c, nil
+}
+
+// setupContext bounds one stream's setup by t (see Open): the context to
+// dial and handshake with, its cancel, and expired, which turns a setup
+// error into the ErrConnect or ErrTimeout one once the limit has passed
+// (other errors, and any error once ctx ended, are returned as they are).
+func setupContext(ctx context.Context, t Timeouts) (context.Context, context.CancelFunc, func(error) error) {
 	limit, byIdle := t.Connect, false
 	if limit <= 0 {
 		limit = defaultSSHTimeout
@@ -42,7 +63,6 @@ func Open(ctx context.Context, d Dialer, h Hello, t Timeouts) (Stream, *Conn, er
 	}
 	start := time.Now()
 	sctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
 	expired := func(err error) error {
 		if ctx.Err() != nil || !errors.Is(sctx.Err(), context.DeadlineExceeded) {
 			return err
@@ -59,16 +79,5 @@ func Open(ctx context.Context, d Dialer, h Hello, t Timeouts) (Stream, *Conn, er
 		return fmt.Errorf("%w: connection setup timed out after %v (--contimeout %v): the remote agent did not answer the handshake%s",
 			ErrConnect, took, limit, why)
 	}
-	s, err := d.Dial(sctx)
-	if err != nil {
-		return nil, nil, expired(err)
-	}
-	c, err := Handshake(sctx, s, h)
-	if err != nil {
-		err = expired(err)
-		s.Close()
-		return nil, nil, withStderr(s, err)
-	}
-	c.SetIdleTimeout(t.Idle)
-	return s, c, nil
+	return sctx, cancel, expired
 }
