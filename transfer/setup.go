@@ -28,9 +28,12 @@ type Timeouts struct {
 // When the setup takes longer than t.Connect, the stream is torn down (an
 // -e program is killed) and the error wraps ErrConnect (exit 255, as ssh's
 // ConnectTimeout); when t.Idle is shorter and expires first, the error
-// wraps ErrTimeout (exit 30). Other errors are Dial's and Handshake's; ctx
-// ending first gives its error. An expired setup is reported by those
-// marks, not as context.DeadlineExceeded. On error the stream is closed. Safe for
+// wraps ErrTimeout (exit 30). Either error names the option and says what
+// did not answer: the TCP connection, the SSH server's handshake, the
+// remote agent, or, with -e, the program (whose stderr is added). Other
+// errors are Dial's and Handshake's; ctx ending first gives its error. An
+// expired setup is reported by those marks, not as
+// context.DeadlineExceeded. On error the stream is closed. Safe for
 // concurrent use (each call opens its own stream).
 func Open(ctx context.Context, d Dialer, h Hello, t Timeouts) (Stream, *Conn, error) {
 	limit, byIdle := t.Connect, false
@@ -43,32 +46,47 @@ func Open(ctx context.Context, d Dialer, h Hello, t Timeouts) (Stream, *Conn, er
 	start := time.Now()
 	sctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	expired := func(err error) error {
-		if ctx.Err() != nil || !errors.Is(sctx.Err(), context.DeadlineExceeded) {
+	// expired rewrites err when the setup ran out of time: what said what
+	// did not answer. The dialer's own deadline can fire a moment before
+	// sctx's, so the clock decides too.
+	expired := func(err error, what string) error {
+		if ctx.Err() != nil || !errors.Is(sctx.Err(), context.DeadlineExceeded) && time.Since(start) < limit {
 			return err
 		}
 		took := time.Since(start).Round(time.Second / 10)
-		why := ""
-		if !errors.Is(err, context.DeadlineExceeded) {
-			why = " (" + err.Error() + ")"
-		}
 		if byIdle {
-			return fmt.Errorf("%w: no answer from the remote agent %v after the connection began (--timeout %v)%s",
-				ErrTimeout, took, t.Idle, why)
+			return fmt.Errorf("%w: connection setup: no answer %v after it began (--timeout %v): %s",
+				ErrTimeout, took, t.Idle, what)
 		}
-		return fmt.Errorf("%w: connection setup timed out after %v (--contimeout %v): the remote agent did not answer the handshake%s",
-			ErrConnect, took, limit, why)
+		return fmt.Errorf("%w: connection setup timed out after %v (--contimeout %v): %s",
+			ErrConnect, took, limit, what)
 	}
 	s, err := d.Dial(sctx)
 	if err != nil {
-		return nil, nil, expired(err)
+		what := "the connection was not established"
+		var te *setupTimeoutError
+		if errors.As(err, &te) {
+			what = te.what
+		}
+		return nil, nil, expired(err, what)
 	}
 	c, err := Handshake(sctx, s, h)
 	if err != nil {
-		err = expired(err)
-		s.Close()
-		return nil, nil, withStderr(s, err)
+		s.Close() // waits for an -e program to end, so that its stderr is complete
+		what := "the remote agent did not answer our protocol handshake"
+		if w, ok := s.(setupWaiter); ok {
+			what = w.awaiting()
+		}
+		return nil, nil, withStderr(s, expired(err, what))
 	}
 	c.SetIdleTimeout(t.Idle)
 	return s, c, nil
+}
+
+// setupWaiter is a Stream that can say what a connection setup that timed
+// out after Dial was waiting for.
+type setupWaiter interface {
+	// awaiting says what did not answer, as a clause: "the remote agent
+	// did not answer ...".
+	awaiting() string
 }
