@@ -328,6 +328,9 @@ func TestSSHDialerHandshakeTimeoutAndCancel(t *testing.T) {
 	if !errors.Is(err, ErrConnect) || time.Since(start) > 5*time.Second {
 		t.Fatalf("Dial to a silent server: %v after %v; want ErrConnect after ~200ms", err, time.Since(start))
 	}
+	if !strings.Contains(err.Error(), "no banner received") || !strings.Contains(err.Error(), "(--contimeout)") {
+		t.Errorf("Dial to a silent server: %v; want what did not answer and the option", err)
+	}
 
 	opts.Timeout = time.Minute
 	d, err = NewSSHDialer(loc, opts)
