@@ -23,7 +23,9 @@ import (
 
 // ErrConnect marks errors reaching or authenticating to a remote host:
 // TCP dial, SSH handshake, authentication, host key checks, a lost
-// connection, and an -e program exiting with status 255. Callers map it to
+// connection, a connection setup that timed out, and an -e program exiting
+// with status 255 before any output (after some, the remote side ended
+// early: ErrRemoteExited). Callers map it to
 // exit code 255, as rsync does. Check with errors.Is.
 var ErrConnect = errors.New("ssh connection failed")
 
