@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -35,11 +36,15 @@ func runAuto(ctx context.Context, o Options, src, dst transfer.Location, rep *Re
 		return runRaw(ctx, o, src, dst, rep)
 	}
 	if !agentless {
-		rep.Method, rep.MethodReason = string(MethodRaw), "the restoresync agent is available: raw, with deltas for files DST already holds"
-		if !src.Remote() && !dst.Remote() {
+		rep.Method = string(MethodRaw)
+		local := !src.Remote() && !dst.Remote()
+		if local {
 			rep.MethodReason = "both sides are local: raw"
 		}
 		err := runRaw(ctx, o, src, dst, rep)
+		if !local {
+			rep.MethodReason = rawReason(err, rep)
+		}
 		if err == nil || !src.Remote() || o.Dialer != nil || !agentMissing(err) {
 			return err
 		}
@@ -59,6 +64,17 @@ func runAuto(ctx context.Context, o Options, src, dst transfer.Location, rep *Re
 	}
 	rep.Method, rep.MethodReason = string(MethodTar), "no agent on the remote and DST is missing or empty: the remote's tar, one full stream"
 	return runTar(ctx, o, src, dst, rep)
+}
+
+// rawReason is Report.MethodReason for raw chosen by auto with a remote
+// side, once runRaw returned err: it claims the agent only when the agent
+// answered (streams came up, so wire bytes were counted, or it sent its
+// own error, such as a missing SRC).
+func rawReason(err error, rep *Report) string {
+	if err == nil || rep.WireBytes > 0 || errors.As(err, new(*transfer.RemoteError)) {
+		return "the restoresync agent answered: raw, with deltas for files DST already holds"
+	}
+	return "raw, tried first: the run failed before the restoresync agent answered (see the error)"
 }
 
 // holdsFiles reports whether the local directory dir exists and is not

@@ -115,17 +115,38 @@ func Handshake(ctx context.Context, s Stream, h Hello) (*Conn, error) {
 	return c, nil
 }
 
+// installHint is added to an error whose stderr says the agent was not
+// found.
+const installHint = " (is restoresync installed on the remote host? --remote-path names its binary there)"
+
 // withStderr appends what the remote wrote to stderr, which usually says
-// why it failed ("restoresync: command not found").
+// why it failed ("restoresync: command not found"), leaving out the lines
+// the error already says (the agent prints its error there too), and the
+// install hint when the agent was not found. err already decorated by
+// withStderr is not decorated again.
 func withStderr(s Stream, err error) error {
 	msg := trimSpace(s.Stderr())
-	if msg != "" && !strings.Contains(err.Error(), msg) {
-		err = fmt.Errorf("%w; remote stderr: %s", err, msg)
+	if extra := unsaid(msg, err.Error()); extra != "" {
+		err = fmt.Errorf("%w; remote stderr: %s", err, extra)
 	}
-	if strings.Contains(msg, "not found") || strings.Contains(err.Error(), "status 127") {
-		err = fmt.Errorf("%w (is restoresync installed on the remote host? --remote-path names its binary there)", err)
+	if (strings.Contains(msg, "not found") || strings.Contains(err.Error(), "status 127")) && !strings.Contains(err.Error(), installHint) {
+		err = fmt.Errorf("%w%s", err, installHint)
 	}
 	return err
+}
+
+// unsaid returns the lines of stderr that text does not contain, also
+// without the "restoresync: " prefix the agent puts before its errors.
+func unsaid(stderr, text string) string {
+	var keep []string
+	for _, l := range strings.Split(stderr, "\n") {
+		l = strings.TrimRight(l, "\r ")
+		if l == "" || strings.Contains(text, l) || strings.Contains(text, strings.TrimPrefix(l, "restoresync: ")) {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, "\n")
 }
 
 func trimSpace(s string) string {

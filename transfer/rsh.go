@@ -12,12 +12,19 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
-// rshWaitDelay bounds how long Wait waits for stderr after the -e program
-// exits, in case a child (a ProxyCommand, say) keeps the pipe open.
-const rshWaitDelay = time.Second
+const (
+	// rshWaitDelay bounds how long Wait waits for stderr after the -e
+	// program exits, in case a child (a ProxyCommand, say) keeps the pipe
+	// open.
+	rshWaitDelay = time.Second
+	// rshTermGrace is how long Close lets the program end after SIGTERM,
+	// so that it can say on stderr what it was doing, before SIGKILL.
+	rshTermGrace = 250 * time.Millisecond
+)
 
 // NewRshDialer returns a Dialer that runs an external program per stream,
 // like rsync's -e: o.Rsh is split into words (honouring single quotes,
@@ -105,8 +112,8 @@ type rshStream struct {
 	stdout  io.ReadCloser
 	stderr  *tailBuffer
 
-	readErr   error // terminal read error; reader goroutine only
-	gotOutput bool  // reader goroutine only
+	readErr   error       // terminal read error; reader goroutine only
+	gotOutput atomic.Bool // some stdout arrived: the remote command ran
 
 	waitOnce sync.Once
 	waitErr  error
@@ -117,16 +124,19 @@ type rshStream struct {
 }
 
 // Read returns the program's stdout. At its end Read returns io.EOF when the
-// program exited 0; status 255 (ssh's own failure) gives an error wrapping
-// ErrConnect with the stderr tail; other failures give an error with the
-// exit status and stderr tail.
+// program exited 0. Status 255 before any output (ssh's own failure:
+// unreachable host, authentication, host key) gives an error wrapping
+// ErrConnect with the stderr tail; status 255 after some output (the
+// connection, or the remote command, ended mid-transfer: OpenSSH exits 255
+// when the remote command is killed by a signal) and other failures give
+// an error wrapping ErrRemoteExited with the exit status and stderr tail.
 func (s *rshStream) Read(p []byte) (int, error) {
 	if s.readErr != nil {
 		return 0, s.readErr
 	}
 	n, err := s.stdout.Read(p)
-	if n > 0 {
-		s.gotOutput = true
+	if n > 0 && !s.gotOutput.Load() {
+		s.gotOutput.Store(true)
 	}
 	switch {
 	case err == io.EOF:
@@ -150,16 +160,18 @@ func (s *rshStream) endError() error {
 	switch {
 	case err == nil || errors.Is(err, exec.ErrWaitDelay):
 		return io.EOF
+	case errors.As(err, &ee) && ee.ExitCode() == 255 && s.gotOutput.Load():
+		// The remote command ran and answered: the connection or the
+		// command ended mid-transfer, as the built-in client reports an
+		// agent's death.
+		return fmt.Errorf("%w: %s exited with status 255 after some output: the SSH connection or the remote command ended mid-transfer (ssh exits 255 for both, and when the remote command is killed by a signal)%s",
+			ErrRemoteExited, s.display, stderrSuffix(s.Stderr()))
 	case errors.As(err, &ee) && ee.ExitCode() == 255:
-		when := "after"
-		if !s.gotOutput {
-			when = "before"
-		}
 		kind := ErrConnect
 		if strings.Contains(s.Stderr(), "Host key verification failed") {
 			kind = ErrHostKey // OpenSSH's words for an unknown or changed key
 		}
-		return fmt.Errorf("%w: %s exited with status 255 %s any output%s", kind, s.display, when, stderrSuffix(s.Stderr()))
+		return fmt.Errorf("%w: %s exited with status 255 before any output%s", kind, s.display, stderrSuffix(s.Stderr()))
 	case errors.As(err, &ee):
 		return fmt.Errorf("%w: %s: remote command failed: %s%s", ErrRemoteExited, s.display, ee.ProcessState, stderrSuffix(s.Stderr()))
 	default:
@@ -173,16 +185,65 @@ func (s *rshStream) wait() error {
 	return s.waitErr
 }
 
-// Write sends p to the program's stdin.
+// Write sends p to the program's stdin. When the program has exited (its
+// stdin is gone), the error says how, as Read's end does.
 func (s *rshStream) Write(p []byte) (int, error) {
 	n, err := s.stdin.Write(p)
 	if err != nil {
 		if s.closed.Load() {
 			return n, fmt.Errorf("%s: %w", s.display, net.ErrClosed)
 		}
+		if eerr := s.exitedError(); eerr != nil {
+			return n, eerr
+		}
 		return n, fmt.Errorf("%s: write: %w", s.display, err)
 	}
 	return n, nil
+}
+
+// exitedError says how the program ended, for a write that failed: it
+// waits at most remoteExitWait for the program to exit and returns
+// endError's answer (an error wrapping ErrRemoteExited for a clean exit,
+// which ended before reading all that was sent), or nil when it did not
+// exit.
+func (s *rshStream) exitedError() error {
+	if !s.exited(remoteExitWait) {
+		return nil
+	}
+	err := s.endError()
+	if err == io.EOF {
+		err = fmt.Errorf("%w: %s exited with status 0 before reading all that was sent%s", ErrRemoteExited, s.display, stderrSuffix(s.Stderr()))
+	}
+	return err
+}
+
+// exited waits at most d for the program to be reaped and reports whether
+// it was.
+func (s *rshStream) exited(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		s.wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// awaiting implements setupWaiter. Through an external program there is no
+// telling whether the SSH connection or the remote agent is silent; its
+// stderr (added by the caller) may say.
+func (s *rshStream) awaiting() string {
+	what := "no answer came through " + s.display + " (either the SSH connection or the remote agent is silent; "
+	if trimSpace(s.Stderr()) == "" {
+		return what + "the command printed nothing on stderr: ssh -v or -o ConnectTimeout tells which)"
+	}
+	return what + "its stderr follows)"
 }
 
 // CloseWrite closes the program's stdin.
@@ -193,12 +254,17 @@ func (s *rshStream) CloseWrite() error {
 	return nil
 }
 
-// Close kills the program and reaps it; safe to call more than once and
-// from any goroutine.
+// Close ends the program and reaps it: SIGTERM, then SIGKILL when it is
+// still running rshTermGrace later, so that what it printed on stderr
+// until then is kept (Stderr). Safe to call more than once and from any
+// goroutine; later calls wait for the first to finish.
 func (s *rshStream) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.stdin.Close()
+		if err := s.cmd.Process.Signal(syscall.SIGTERM); err == nil && s.exited(rshTermGrace) {
+			return
+		}
 		if err := s.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 			s.closeErr = fmt.Errorf("%s: kill: %w", s.display, err)
 		}

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -69,6 +71,35 @@ func TestRshDialerExit255(t *testing.T) {
 	_, err = io.ReadAll(dialT(t, d))
 	if !errors.Is(err, ErrConnect) || !strings.Contains(err.Error(), "Connection refused") {
 		t.Fatalf("read: %v; want ErrConnect with the stderr", err)
+	}
+}
+
+// ssh's status 255 after the remote command answered is the remote side
+// ending mid-transfer (OpenSSH exits 255 when the remote command is
+// killed by a signal), not a connection failure (trial 2, finding 1);
+// through the real ssh and sshd, for reads and writes.
+func TestRshDialerExit255AfterOutput(t *testing.T) {
+	t.Parallel()
+	srv := testsshd.Start(t)
+	agent := filepath.Join(t.TempDir(), "dies")
+	if err := os.WriteFile(agent, []byte("#!/bin/sh\necho hello\nkill -KILL $$\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewRshDialer(Location{Host: "testhost"}, SSHOptions{Rsh: "ssh -F '" + srv.Config(t) + "'", RemotePath: agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dialT(t, d)
+	out, err := io.ReadAll(s)
+	if string(out) != "hello\n" || !errors.Is(err, ErrRemoteExited) || errors.Is(err, ErrConnect) || !strings.Contains(err.Error(), "status 255 after some output") {
+		t.Fatalf("read: %q, %v; want the output, then ErrRemoteExited", out, err)
+	}
+	var werr error
+	for i := 0; i < 100 && werr == nil; i++ {
+		_, werr = s.Write(make([]byte, 64<<10))
+	}
+	if !errors.Is(werr, ErrRemoteExited) {
+		t.Fatalf("write after the remote command died: %v; want ErrRemoteExited", werr)
 	}
 }
 

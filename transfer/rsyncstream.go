@@ -48,7 +48,7 @@ func DialRsyncSender(ctx context.Context, d Dialer, h Hello, t Timeouts) (*Rsync
 	defer cancel()
 	s, err := d.Dial(sctx)
 	if err != nil {
-		return nil, expired(err)
+		return nil, expired(err, dialAwaiting(err))
 	}
 	rs := &RsyncStream{s: s}
 	stop := context.AfterFunc(sctx, func() { s.Close() })
@@ -59,7 +59,7 @@ func DialRsyncSender(ctx context.Context, d Dialer, h Hello, t Timeouts) (*Rsync
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, withStderr(s, expired(err))
+		return nil, withStderr(s, expired(err, handshakeAwaiting(s)))
 	}
 	if err := writeHandshake(countingWriterFunc(s, &rs.sent), h); err != nil {
 		return fail(fmt.Errorf("handshake: %w", err))

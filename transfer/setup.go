@@ -28,32 +28,54 @@ type Timeouts struct {
 // When the setup takes longer than t.Connect, the stream is torn down (an
 // -e program is killed) and the error wraps ErrConnect (exit 255, as ssh's
 // ConnectTimeout); when t.Idle is shorter and expires first, the error
-// wraps ErrTimeout (exit 30). Other errors are Dial's and Handshake's; ctx
-// ending first gives its error. An expired setup is reported by those
-// marks, not as context.DeadlineExceeded. On error the stream is closed. Safe for
+// wraps ErrTimeout (exit 30). Either error names the option and says what
+// did not answer: the TCP connection, the SSH server's handshake, the
+// remote agent, or, with -e, the program (whose stderr is added). Other
+// errors are Dial's and Handshake's; ctx ending first gives its error. An
+// expired setup is reported by those marks, not as
+// context.DeadlineExceeded. On error the stream is closed. Safe for
 // concurrent use (each call opens its own stream).
 func Open(ctx context.Context, d Dialer, h Hello, t Timeouts) (Stream, *Conn, error) {
 	sctx, cancel, expired := setupContext(ctx, t)
 	defer cancel()
 	s, err := d.Dial(sctx)
 	if err != nil {
-		return nil, nil, expired(err)
+		return nil, nil, expired(err, dialAwaiting(err))
 	}
 	c, err := Handshake(sctx, s, h)
 	if err != nil {
-		err = expired(err)
-		s.Close()
-		return nil, nil, withStderr(s, err)
+		s.Close() // waits for an -e program to end, so that its stderr is complete
+		return nil, nil, withStderr(s, expired(err, handshakeAwaiting(s)))
 	}
 	c.SetIdleTimeout(t.Idle)
 	return s, c, nil
 }
 
+// dialAwaiting says, for a Dial error, what a setup that timed out was
+// waiting for.
+func dialAwaiting(err error) string {
+	var te *setupTimeoutError
+	if errors.As(err, &te) {
+		return te.what
+	}
+	return "the connection was not established"
+}
+
+// handshakeAwaiting says what a setup that timed out after Dial on s was
+// waiting for.
+func handshakeAwaiting(s Stream) string {
+	if w, ok := s.(setupWaiter); ok {
+		return w.awaiting()
+	}
+	return "the remote agent did not answer our protocol handshake"
+}
+
 // setupContext bounds one stream's setup by t (see Open): the context to
 // dial and handshake with, its cancel, and expired, which turns a setup
-// error into the ErrConnect or ErrTimeout one once the limit has passed
-// (other errors, and any error once ctx ended, are returned as they are).
-func setupContext(ctx context.Context, t Timeouts) (context.Context, context.CancelFunc, func(error) error) {
+// error into the ErrConnect or ErrTimeout one, naming what (a clause
+// saying what did not answer), once the limit has passed (other errors,
+// and any error once ctx ended, are returned as they are).
+func setupContext(ctx context.Context, t Timeouts) (context.Context, context.CancelFunc, func(err error, what string) error) {
 	limit, byIdle := t.Connect, false
 	if limit <= 0 {
 		limit = defaultSSHTimeout
@@ -63,21 +85,27 @@ func setupContext(ctx context.Context, t Timeouts) (context.Context, context.Can
 	}
 	start := time.Now()
 	sctx, cancel := context.WithTimeout(ctx, limit)
-	expired := func(err error) error {
-		if ctx.Err() != nil || !errors.Is(sctx.Err(), context.DeadlineExceeded) {
+	// The dialer's own deadline can fire a moment before sctx's, so the
+	// clock decides too.
+	expired := func(err error, what string) error {
+		if ctx.Err() != nil || !errors.Is(sctx.Err(), context.DeadlineExceeded) && time.Since(start) < limit {
 			return err
 		}
 		took := time.Since(start).Round(time.Second / 10)
-		why := ""
-		if !errors.Is(err, context.DeadlineExceeded) {
-			why = " (" + err.Error() + ")"
-		}
 		if byIdle {
-			return fmt.Errorf("%w: no answer from the remote agent %v after the connection began (--timeout %v)%s",
-				ErrTimeout, took, t.Idle, why)
+			return fmt.Errorf("%w: connection setup: no answer %v after it began (--timeout %v): %s",
+				ErrTimeout, took, t.Idle, what)
 		}
-		return fmt.Errorf("%w: connection setup timed out after %v (--contimeout %v): the remote agent did not answer the handshake%s",
-			ErrConnect, took, limit, why)
+		return fmt.Errorf("%w: connection setup timed out after %v (--contimeout %v): %s",
+			ErrConnect, took, limit, what)
 	}
 	return sctx, cancel, expired
+}
+
+// setupWaiter is a Stream that can say what a connection setup that timed
+// out after Dial was waiting for.
+type setupWaiter interface {
+	// awaiting says what did not answer, as a clause: "the remote agent
+	// did not answer ...".
+	awaiting() string
 }

@@ -23,7 +23,9 @@ import (
 
 // ErrConnect marks errors reaching or authenticating to a remote host:
 // TCP dial, SSH handshake, authentication, host key checks, a lost
-// connection, and an -e program exiting with status 255. Callers map it to
+// connection, a connection setup that timed out, and an -e program exiting
+// with status 255 before any output (after some, the remote side ended
+// early: ErrRemoteExited). Callers map it to
 // exit code 255, as rsync does. Check with errors.Is.
 var ErrConnect = errors.New("ssh connection failed")
 
@@ -54,6 +56,9 @@ const (
 	keepaliveMaxMissed = 3
 	// stderrTailBytes is how much of the peer's stderr a Stream keeps.
 	stderrTailBytes = 4 << 10
+	// remoteExitWait bounds how long a write that found the remote
+	// command gone waits for its exit status, to say how it ended.
+	remoteExitWait = 2 * time.Second
 	// clientVersion identifies restoresync in server logs.
 	clientVersion = "SSH-2.0-restoresync"
 )
@@ -289,25 +294,38 @@ func (d *sshDialer) checkHostKey(_ string, remote net.Addr, key ssh.PublicKey) e
 // Dial opens a new TCP connection and SSH session running the remote agent.
 // ctx and o.Timeout bound the dial, handshake, authentication and command
 // start; once Dial returns, the stream lives until Close, whatever ctx does
-// (as with net.Dialer). Errors wrap ErrConnect (ErrHostKey for host keys),
-// or ctx's error when it ends first. Safe for concurrent use.
+// (as with net.Dialer). Errors wrap ErrConnect (ErrHostKey for host keys);
+// when a deadline (o.Timeout's or ctx's) passes first, the error wraps
+// ErrConnect and says which step did not finish (the TCP connection, the
+// SSH handshake, the start of the remote command); ctx cancelled first
+// gives ctx's error. Safe for concurrent use.
 func (d *sshDialer) Dial(ctx context.Context) (Stream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("ssh %s: %w", d.display, err)
 	}
-	deadline := time.Now().Add(d.timeout)
+	start := time.Now()
+	deadline, ours := start.Add(d.timeout), true
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
+		deadline, ours = dl, false
+	}
+	st := &dialStep{step: stepTCP}
+	// failed reports err, or, when a deadline passed (the connection's or
+	// ctx's, whichever fired first), which step it cut short.
+	failed := func(err error) error {
+		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("ssh %s: %w", d.display, ctx.Err())
+		}
+		if ctx.Err() != nil || !time.Now().Before(deadline) || errors.Is(err, os.ErrDeadlineExceeded) {
+			return &setupTimeoutError{display: d.display, what: st.describe(d.addr), limit: deadline.Sub(start).Round(time.Second / 10), contimeout: ours}
+		}
+		return err
 	}
 	dialCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	var nd net.Dialer
 	conn, err := nd.DialContext(dialCtx, "tcp", d.addr)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("ssh %s: %w", d.display, ctx.Err())
-		}
-		return nil, fmt.Errorf("%w: %s: %w", ErrConnect, d.display, err)
+		return nil, failed(fmt.Errorf("%w: %s: %w", ErrConnect, d.display, err))
 	}
 	// ssh.NewClientConn takes no context: the deadline bounds it, and
 	// cancelling ctx closes the connection under it.
@@ -315,17 +333,18 @@ func (d *sshDialer) Dial(ctx context.Context) (Stream, error) {
 		conn.Close()
 		return nil, fmt.Errorf("%w: %s: %w", ErrConnect, d.display, err)
 	}
+	st.conn = &firstByteConn{Conn: conn}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	s, err := d.setup(conn, deadline)
+	s, err := d.setup(st, deadline)
 	if !stop() {
 		if s != nil {
 			s.Close()
 		}
-		return nil, fmt.Errorf("ssh %s: %w", d.display, ctx.Err())
+		return nil, failed(ctx.Err())
 	}
 	if err != nil {
 		conn.Close()
-		return nil, err
+		return nil, failed(err)
 	}
 	if err := conn.SetDeadline(time.Time{}); err != nil {
 		s.Close()
@@ -337,8 +356,76 @@ func (d *sshDialer) Dial(ctx context.Context) (Stream, error) {
 	return s, nil
 }
 
-// setup runs the SSH handshake on conn and starts the remote command.
-func (d *sshDialer) setup(conn net.Conn, deadline time.Time) (*sshStream, error) {
+// Connection setup steps, for the error of a setup that timed out.
+const (
+	stepTCP     = iota // TCP connect
+	stepSSH            // SSH handshake: banner, key exchange, authentication
+	stepCommand        // session open and command start
+)
+
+// dialStep is how far one Dial got; it is used by Dial's goroutine only,
+// but conn's first-byte mark is atomic (the SSH library reads in its own
+// goroutine after the handshake).
+type dialStep struct {
+	step int
+	conn *firstByteConn
+}
+
+// describe says what did not answer at the current step.
+func (st *dialStep) describe(addr string) string {
+	switch {
+	case st.step == stepTCP:
+		return "the TCP connection to " + addr + " was not established"
+	case st.step == stepSSH && !st.conn.got.Load():
+		return "the SSH server at " + addr + " did not complete the SSH handshake (no banner received)"
+	case st.step == stepSSH:
+		return "the SSH server at " + addr + " did not complete the SSH handshake (banner received; key exchange or authentication did not finish)"
+	default:
+		return "the SSH server at " + addr + " did not start the remote command"
+	}
+}
+
+// firstByteConn notes whether anything was read from the connection.
+type firstByteConn struct {
+	net.Conn
+	got atomic.Bool
+}
+
+// Read reads from the connection and marks the first byte.
+func (c *firstByteConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.got.Load() {
+		c.got.Store(true)
+	}
+	return n, err
+}
+
+// setupTimeoutError is a connection setup that did not finish in time: it
+// says what did not answer. It wraps ErrConnect (exit 255, as ssh's
+// ConnectTimeout), not context.DeadlineExceeded.
+type setupTimeoutError struct {
+	display    string        // user@host:port
+	what       string        // what did not answer: "the SSH server at ... did not ..."
+	limit      time.Duration // the time allowed
+	contimeout bool          // limit is SSHOptions.Timeout (--contimeout), not the caller's deadline
+}
+
+func (e *setupTimeoutError) Error() string {
+	flag := ""
+	if e.contimeout {
+		flag = " (--contimeout)"
+	}
+	return fmt.Sprintf("%v: %s: %s within %v%s", ErrConnect, e.display, e.what, e.limit, flag)
+}
+
+// Unwrap returns ErrConnect.
+func (e *setupTimeoutError) Unwrap() error { return ErrConnect }
+
+// setup runs the SSH handshake on st.conn and starts the remote command,
+// advancing st.step as it goes.
+func (d *sshDialer) setup(st *dialStep, deadline time.Time) (*sshStream, error) {
+	conn := st.conn
+	st.step = stepSSH
 	var agentSigners []ssh.Signer
 	if d.agentSock != "" {
 		ac, err := net.DialTimeout("unix", d.agentSock, time.Until(deadline))
@@ -363,6 +450,7 @@ func (d *sshDialer) setup(conn net.Conn, deadline time.Time) (*sshStream, error)
 	if err != nil {
 		return nil, d.handshakeError(err, len(agentSigners))
 	}
+	st.step = stepCommand
 	client := ssh.NewClient(c, chans, reqs)
 	s := &sshStream{
 		display: d.display,
@@ -551,13 +639,49 @@ func (s *sshStream) ioError(op string, err error) error {
 	return fmt.Errorf("%s: %s: %w", s.display, op, err)
 }
 
-// Write sends p to the remote agent's stdin.
+// Write sends p to the remote agent's stdin. When the remote command has
+// ended (the channel is closed: io.EOF), the error says how, as Read's end
+// does: it wraps ErrRemoteExited with the exit status or signal.
 func (s *sshStream) Write(p []byte) (int, error) {
 	n, err := s.stdin.Write(p)
 	if err != nil {
+		if cerr := s.closedError(); cerr == nil && errors.Is(err, io.EOF) {
+			if eerr := s.exitedError(); eerr != nil {
+				return n, eerr
+			}
+		}
 		err = s.ioError("write", err)
 	}
 	return n, err
+}
+
+// exitedError says how the remote command ended, for a write that found
+// the channel closed: endError's answer, or, for a clean exit, an error
+// wrapping ErrRemoteExited (the command ended before reading what was
+// sent). It waits at most remoteExitWait for the exit status and returns
+// nil when none came.
+func (s *sshStream) exitedError() error {
+	done := make(chan struct{})
+	go func() {
+		s.waitOnce.Do(func() { s.waitErr = s.session.Wait() })
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(remoteExitWait):
+		return nil
+	}
+	err := s.endError()
+	if err == io.EOF {
+		err = fmt.Errorf("%w: %s: remote command %q exited with status 0 before reading all that was sent%s", ErrRemoteExited, s.display, s.command, stderrSuffix(s.Stderr()))
+	}
+	return err
+}
+
+// awaiting implements setupWaiter: the session is up, so what did not
+// answer is the remote command.
+func (s *sshStream) awaiting() string {
+	return fmt.Sprintf("the remote agent (%q, started over SSH) did not answer our protocol handshake", s.command)
 }
 
 // CloseWrite sends EOF to the remote agent's stdin.

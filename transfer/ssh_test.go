@@ -328,6 +328,9 @@ func TestSSHDialerHandshakeTimeoutAndCancel(t *testing.T) {
 	if !errors.Is(err, ErrConnect) || time.Since(start) > 5*time.Second {
 		t.Fatalf("Dial to a silent server: %v after %v; want ErrConnect after ~200ms", err, time.Since(start))
 	}
+	if !strings.Contains(err.Error(), "no banner received") || !strings.Contains(err.Error(), "(--contimeout)") {
+		t.Errorf("Dial to a silent server: %v; want what did not answer and the option", err)
+	}
 
 	opts.Timeout = time.Minute
 	d, err = NewSSHDialer(loc, opts)
@@ -561,5 +564,34 @@ func TestSSHDialerAgentAndEncryptedKey(t *testing.T) {
 	_, err = d.Dial(t.Context())
 	if !errors.Is(err, ErrConnect) || !strings.Contains(err.Error(), "encrypted key skipped") {
 		t.Fatalf("Dial without agent: %v; want ErrConnect mentioning the skipped key", err)
+	}
+}
+
+// The built-in client's write to a remote command that was killed says
+// how it ended (ErrRemoteExited, signal KILL), as a read does, instead of
+// "write: EOF" (trial 2, finding 9d: a killed push receiver).
+func TestSSHDialerWriteAfterRemoteKilled(t *testing.T) {
+	t.Parallel()
+	srv := testsshd.Start(t)
+	agent := filepath.Join(t.TempDir(), "dies")
+	if err := os.WriteFile(agent, []byte("#!/bin/sh\necho hello\nkill -KILL $$\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewSSHDialer(Location{Host: "testhost"}, SSHOptions{ConfigFile: srv.Config(t), RemotePath: agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dialT(t, d)
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(s, buf); err != nil || string(buf) != "hello\n" {
+		t.Fatalf("read %q, %v", buf, err)
+	}
+	var werr error
+	deadline := time.Now().Add(10 * time.Second)
+	for werr == nil && time.Now().Before(deadline) {
+		_, werr = s.Write(make([]byte, 64<<10))
+	}
+	if !errors.Is(werr, ErrRemoteExited) || !strings.Contains(werr.Error(), "signal KILL") {
+		t.Fatalf("write after the remote command was killed: %v; want ErrRemoteExited with signal KILL", werr)
 	}
 }

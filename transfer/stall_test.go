@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,7 +95,9 @@ func TestRshSetupTimeout(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "stuck-ssh")
-	if err := os.WriteFile(prog, []byte("#!/bin/sh\necho connecting >&2\nexec sleep 1000\n"), 0o755); err != nil {
+	// Like ssh -v, it says where it is, and it has a last word on SIGTERM.
+	script := "#!/bin/sh\necho connecting >&2\ntrap 'kill $!; echo stuck-ssh: terminated during banner exchange >&2; exit 255' TERM\nsleep 1000 &\nwait\n"
+	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	d, err := NewRshDialer(Location{Host: "backup", Path: "/"}, SSHOptions{Rsh: prog})
@@ -107,7 +110,65 @@ func TestRshSetupTimeout(t *testing.T) {
 	if !errors.Is(err, ErrConnect) || !strings.Contains(err.Error(), "--contimeout 1s") || !strings.Contains(err.Error(), "connecting") {
 		t.Fatalf("after %v: %v; want ErrConnect naming --contimeout and the stderr", took, err)
 	}
+	// It cannot know whether the connection or the agent is silent, and
+	// what the program said when told to stop is kept (SIGTERM first).
+	if !strings.Contains(err.Error(), "no answer came through "+prog+" backup") || strings.Contains(err.Error(), "agent did not answer") ||
+		!strings.Contains(err.Error(), "terminated during banner exchange") {
+		t.Errorf("error %q: want 'no answer came through' the program, not the agent blamed, and its last words", err)
+	}
 	if took > 10*time.Second {
 		t.Errorf("a 1 s connect timeout took %v", took)
+	}
+}
+
+// The built-in client to a port that accepts TCP and never answers, with
+// the SSH dialer's own timeout equal to the connect timeout (as restore
+// sets them: both are --contimeout): every run says --contimeout and that
+// the SSH server sent no banner. Before, the SSH library's deadline and
+// the setup context raced, and some runs said only "i/o timeout", others
+// blamed the agent (trial 2, finding 2). A server that sends its banner
+// and then nothing is told apart.
+func TestOpenSetupTimeoutSaysWhat(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		banner string
+		want   string
+	}{
+		{"silent", "", "did not complete the SSH handshake (no banner received)"},
+		{"banner-only", "SSH-2.0-OpenSSH_9.2\r\n", "did not complete the SSH handshake (banner received; key exchange or authentication did not finish)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ln.Close() })
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					c.Write([]byte(tc.banner))
+					t.Cleanup(func() { c.Close() })
+				}
+			}()
+			addr := ln.Addr().(*net.TCPAddr)
+			const limit = 500 * time.Millisecond
+			d, err := NewSSHDialer(Location{User: "u", Host: "127.0.0.1", Port: addr.Port, Path: "/"},
+				SSHOptions{ConfigFile: "none", KnownHosts: []string{"none"}, Timeout: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 6 {
+				_, _, err := Open(t.Context(), d, Hello{Role: RoleSender, Path: "/", Compression: "none"}, Timeouts{Connect: limit})
+				if !errors.Is(err, ErrConnect) || !strings.Contains(err.Error(), "(--contimeout 500ms)") || !strings.Contains(err.Error(), tc.want) ||
+					strings.Contains(err.Error(), "i/o timeout") || strings.Contains(err.Error(), "agent") {
+					t.Fatalf("run %d: %v; want ErrConnect naming --contimeout and %q", i, err, tc.want)
+				}
+			}
+		})
 	}
 }

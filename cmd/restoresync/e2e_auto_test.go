@@ -25,7 +25,7 @@ func TestE2EAutoMethod(t *testing.T) {
 		want             string // the method auto must choose
 		reason           string // part of its reason
 	}{
-		{"agent", binPath, false, "raw", "agent is available"},
+		{"agent", binPath, false, "raw", "agent answered"},
 		{"agent/update", binPath, true, "raw", "deltas"},
 		{"no-agent/empty-dst", "none", false, "tar", "missing or empty"},
 		{"no-agent/full-dst", "none", true, "rsync", "already holds files"},

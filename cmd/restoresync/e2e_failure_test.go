@@ -65,11 +65,32 @@ func TestE2EExitCodes(t *testing.T) {
 		missing := filepath.Join(t.TempDir(), "no-such-account")
 		r := runBin(t, append(append([]string{"restore"}, sshdArgs(srv)...), sshdURL(srv, missing), filepath.Join(t.TempDir(), "dst"))...)
 		wantExit(t, r, exitFileIO, missing) // names it
+		// Once: the agent's stderr repeats the error it sent (trial 2, 9b).
+		if n := strings.Count(r.stderr, "open source"); n != 1 {
+			t.Errorf("the error is said %d times, want once:\n%s", n, r)
+		}
 		// --json says how the run ended, on stdout, for scripts.
 		r = runBin(t, append(append([]string{"restore", "--json"}, sshdArgs(srv)...), sshdURL(srv, missing), filepath.Join(t.TempDir(), "dst"))...)
 		wantExit(t, r, exitFileIO, missing)
-		if rep := parseReport(t, r); rep.ExitCode != exitFileIO || !strings.Contains(rep.Error, missing) {
+		rep := parseReport(t, r)
+		if rep.ExitCode != exitFileIO || !strings.Contains(rep.Error, missing) {
 			t.Errorf("--json report of a failed run: exit_code %d, error %q; want %d and the missing path", rep.ExitCode, rep.Error, exitFileIO)
+		}
+		if !strings.Contains(rep.MethodReason, "agent answered") {
+			t.Errorf("method_reason %q; the agent answered (with its error)", rep.MethodReason)
+		}
+	})
+
+	// An agent that is not there (raw, so auto does not fall back to the
+	// remote's tar): exit 12 with the shell's words and the install hint,
+	// once (trial 2, 9a).
+	t.Run("missing remote agent", func(t *testing.T) {
+		t.Parallel()
+		args := append(sshdArgs(srv), "--method", "raw", "--remote-path", "/nonexistent/restoresync", sshdURL(srv, src), filepath.Join(t.TempDir(), "dst"))
+		r := runBin(t, append([]string{"restore"}, args...)...)
+		wantExit(t, r, exitProtocol, "/nonexistent/restoresync: No such file or directory")
+		if n := strings.Count(r.stderr, "is restoresync installed on the remote host?"); n != 1 {
+			t.Errorf("the install hint is given %d times, want once:\n%s", n, r)
 		}
 	})
 

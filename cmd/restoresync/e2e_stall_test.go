@@ -19,7 +19,10 @@ import (
 // agent and stops it (SIGSTOP) after delay, so its SSH connection stays
 // up and answers keepalives; "hang" starts and never answers, like an
 // agent stuck before its handshake; "kill" runs the agent and kills it
-// (SIGKILL) after delay, like an agent that dies mid-transfer.
+// (SIGKILL) after delay, like an agent that dies mid-transfer. The
+// wrappers exec the agent, so the signal hits the remote command itself:
+// sshd reports a death by signal, and OpenSSH's ssh then exits 255, as
+// when the trial's tester killed 'restoresync serve --stdio'.
 func stallWrappers(t *testing.T, delay string) (stall, hang, kill string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -27,10 +30,10 @@ func stallWrappers(t *testing.T, delay string) (stall, hang, kill string) {
 	stall = filepath.Join(dir, "stall.sh")
 	hang = filepath.Join(dir, "hang.sh")
 	kill = filepath.Join(dir, "kill.sh")
-	// The agent runs in the background, so its stdin (the stream) is
-	// passed through fd 3: sh gives a background job /dev/null.
+	// The signaller holds none of the session's descriptors, so that
+	// sshd does not wait for it to close the channel.
 	signalAfter := func(sig string) string {
-		return fmt.Sprintf("#!/bin/sh\nexec 3<&0\n%s \"$@\" <&3 3<&- &\npid=$!\necho $pid >> %s\n(sleep %s; kill -%s $pid) &\nwait $pid\n", binPath, pids, delay, sig)
+		return fmt.Sprintf("#!/bin/sh\necho $$ >> %s\n(sleep %s; kill -%s $$) </dev/null >/dev/null 2>&1 &\nexec %s \"$@\"\n", pids, delay, sig, binPath)
 	}
 	scripts := map[string]string{
 		stall: signalAfter("STOP"),
@@ -154,9 +157,13 @@ func TestE2EStallSIGINT(t *testing.T) {
 }
 
 // Issue 5, cases 2 and 3: connection setup is bounded. An agent that
-// starts and never answers our handshake, and -e ssh to a port that
-// accepts and never answers: --contimeout fails the run with exit 255
-// naming it, --timeout (shorter) with exit 30. Before, both hung.
+// starts and never answers our handshake, a port that accepts TCP and
+// never answers, reached with the built-in client and with -e ssh:
+// --contimeout fails the run with exit 255 naming it, --timeout (shorter)
+// with exit 30. Before, all hung. Trial 2, finding 2: the message says what
+// did not answer (the SSH server's handshake, the agent, or, through -e,
+// no answer through the command, with its stderr), the same every run,
+// and --json's method_reason does not claim an agent that never answered.
 func TestE2ESetupTimeouts(t *testing.T) {
 	e2e(t)
 	t.Parallel()
@@ -165,26 +172,42 @@ func TestE2ESetupTimeouts(t *testing.T) {
 	_, hang, _ := stallWrappers(t, "0")
 	port := blackholePort(t)
 	rsh := fmt.Sprintf("ssh -F /dev/null -p %d -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes", port)
+	builtin := []string{"-F", "none", "-i", srv.IdentityFile, "--known-hosts", srv.KnownHostsFile, fmt.Sprintf("ssh://%s@127.0.0.1:%d%s", srv.User, port, src)}
+	noBanner := fmt.Sprintf("the SSH server at 127.0.0.1:%d did not complete the SSH handshake (no banner received)", port)
+	agent := "did not answer our protocol handshake"
 	for _, tc := range []struct {
 		name string
 		args []string
 		code int
 		msg  string
+		what string // what did not answer
 	}{
-		{"hung-agent-contimeout", append(sshdArgs(srv), "--remote-path", hang, "--contimeout", "2", sshdURL(srv, src)), exitSSH, "connection setup timed out"},
-		{"hung-agent-timeout", append(sshdArgs(srv), "--remote-path", hang, "--timeout", "2", sshdURL(srv, src)), exitTimeout, "timeout in data send/receive"},
-		{"rsh-blackhole-contimeout", []string{"-e", rsh, "--contimeout", "2", "127.0.0.1:" + src}, exitSSH, "--contimeout 2s"},
-		{"rsh-blackhole-timeout", []string{"-e", rsh, "--timeout", "2", "127.0.0.1:" + src}, exitTimeout, "--timeout 2s"},
+		{"hung-agent-contimeout", append(sshdArgs(srv), "--remote-path", hang, "--contimeout", "2", sshdURL(srv, src)), exitSSH, "connection setup timed out after 2s (--contimeout 2s)", agent},
+		{"hung-agent-timeout", append(sshdArgs(srv), "--remote-path", hang, "--timeout", "2", sshdURL(srv, src)), exitTimeout, "timeout in data send/receive", agent},
+		{"blackhole-contimeout", append([]string{"--contimeout", "2"}, builtin...), exitSSH, "(--contimeout 2s)", noBanner},
+		{"blackhole-timeout", append([]string{"--timeout", "2"}, builtin...), exitTimeout, "(--timeout 2s)", noBanner},
+		// -v: what ssh printed until it was stopped is in the message.
+		{"rsh-blackhole-contimeout", []string{"-e", rsh + " -v", "--contimeout", "2", "127.0.0.1:" + src}, exitSSH, "(--contimeout 2s)", "no answer came through ssh 127.0.0.1"},
+		{"rsh-blackhole-timeout", []string{"-e", rsh, "--timeout", "2", "127.0.0.1:" + src}, exitTimeout, "(--timeout 2s)", "no answer came through ssh 127.0.0.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dst := filepath.Join(t.TempDir(), "acct")
 			start := time.Now()
-			r := runBin(t, append(append([]string{"restore", "--progress", "none"}, tc.args...), dst)...)
+			r := runBin(t, append(append([]string{"restore", "--progress", "none", "--json"}, tc.args...), dst)...)
 			took := time.Since(start)
 			wantExit(t, r, tc.code, tc.msg)
-			if strings.Contains(r.stderr, "protocol error") {
-				t.Errorf("called a protocol error:\n%s", r)
+			if !strings.Contains(r.stderr, tc.what) {
+				t.Errorf("want %q on stderr:\n%s", tc.what, r)
+			}
+			if strings.Contains(r.stderr, "protocol error") || strings.Contains(r.stderr, "i/o timeout") {
+				t.Errorf("called a protocol error, or the SSH library's timeout:\n%s", r)
+			}
+			if strings.HasPrefix(tc.name, "rsh-") && (strings.Contains(r.stderr, agent) || tc.code == exitSSH && !strings.Contains(r.stderr, "debug1: Connection established")) {
+				t.Errorf("through -e, blames the agent or lacks ssh's stderr:\n%s", r)
+			}
+			if rep := parseReport(t, r); rep.ExitCode != tc.code || !strings.Contains(rep.MethodReason, "failed before the restoresync agent answered") {
+				t.Errorf("--json: exit_code %d, method_reason %q; want %d and that the run failed before the agent answered", rep.ExitCode, rep.MethodReason, tc.code)
 			}
 			if took > 10*time.Second {
 				t.Errorf("exit after %v; the timeout is 2 s", took)
@@ -219,33 +242,68 @@ func TestE2ERshUnknownHostKey(t *testing.T) {
 }
 
 // An agent that dies mid-transfer (SIGKILL 0.7 s after it started, the SSH
-// connection still up): exit 12 as rsync's "connection unexpectedly
-// closed", with the rerun hint, the --json object says so too, only
-// complete files are in place, and a rerun completes the tree. Before, this
-// was exit 11 ("file I/O error") and --json showed no error at all.
+// connection still up), pulling and pushing, with the built-in client and
+// with -e ssh: exit 12 as rsync's "connection unexpectedly closed", saying
+// the remote side ended early and how, with the rerun hint; the --json
+// object says so too; only complete files are in place, and a rerun
+// completes the tree. Before, this was exit 11 ("file I/O error") with no
+// error in --json; then, through -e ssh (which exits 255 when the remote
+// command is killed by a signal), exit 255 "ssh connection failed"; and a
+// push said only "write: EOF" (trial 2, findings 1 and 9d).
 func TestE2EAgentKilled(t *testing.T) {
 	e2e(t)
 	t.Parallel()
 	srv := testsshd.Start(t)
 	src := faultsTree.get(t)
 	_, _, kill := stallWrappers(t, "0.7")
-	dst := filepath.Join(t.TempDir(), "acct")
-	args := append(sshdArgs(srv), "--remote-path", kill, "--progress", "none", "-j", "2", "--bwlimit", "8M", "--json", sshdURL(srv, src), dst)
-	r := runBin(t, append([]string{"restore"}, args...)...)
-	// Depending on which stream notices first, the message is the
-	// agent's exit ("the remote side ended early: ... status 137", the
-	// wrapper's shell's word for SIGKILL) or the stream's end ("write:
-	// EOF"); the exit code is 12 either way.
-	wantExit(t, r, exitProtocol, "")
-	rep := parseReport(t, r)
-	if rep.ExitCode != exitProtocol || rep.Error == "" {
-		t.Errorf("--json: exit_code %d, error %q; want %d and the agent's death", rep.ExitCode, rep.Error, exitProtocol)
+	rsh := "ssh -F '" + srv.Config(t) + "'"
+	for _, tc := range []struct {
+		name      string
+		push, rsh bool
+		how       string // how the remote side ended, on stderr
+	}{
+		{"pull", false, false, "exited with signal KILL"},
+		{"pull-rsh", false, true, "exited with status 255 after some output"},
+		{"push", true, false, "exited with signal KILL"},
+		{"push-rsh", true, true, "exited with status 255 after some output"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dst := filepath.Join(t.TempDir(), "acct")
+			conn, remote := sshdArgs(srv), func(p string) string { return sshdURL(srv, p) }
+			if tc.rsh {
+				conn, remote = []string{"-e", rsh}, func(p string) string { return "testhost:" + p }
+			}
+			from, to := remote(src), dst
+			if tc.push {
+				from, to = src, remote(dst)
+			}
+			restore := func(remotePath string, more ...string) result {
+				args := append(append([]string{"restore"}, conn...), "--remote-path", remotePath, "--progress", "none")
+				return runBin(t, append(append(args, more...), from, to)...)
+			}
+			r := restore(kill, "-j", "2", "--bwlimit", "8M", "--json")
+			wantExit(t, r, exitProtocol, "the remote side ended early")
+			if !strings.Contains(r.stderr, tc.how) {
+				t.Errorf("want %q on stderr:\n%s", tc.how, r)
+			}
+			rep := parseReport(t, r)
+			if rep.ExitCode != exitProtocol || !strings.Contains(rep.Error, tc.how) {
+				t.Errorf("--json: exit_code %d, error %q; want %d and %q", rep.ExitCode, rep.Error, exitProtocol, tc.how)
+			}
+			if rep.Bytes > 0 && !strings.Contains(r.stderr, "rerun the same command") {
+				t.Errorf("files were restored before the agent died, but no rerun hint:\n%s", r)
+			}
+			t.Logf("exit %d: %s", r.code, strings.TrimSpace(r.stderr))
+			assertPlacedSame(t, src, dst)
+			if !tc.push { // a killed receiver cannot remove its temporary files: the rerun does
+				assertNoTempFiles(t, dst)
+			}
+			if r := restore(binPath); r.code != 0 {
+				t.Fatalf("rerun: want exit 0:\n%s", r)
+			}
+			assertSameTree(t, src, dst)
+			assertNoTempFiles(t, dst)
+		})
 	}
-	if rep.Bytes > 0 && !strings.Contains(r.stderr, "rerun the same command") {
-		t.Errorf("files were restored before the agent died, but no rerun hint:\n%s", r)
-	}
-	assertPlacedSame(t, src, dst)
-	assertNoTempFiles(t, dst)
-	mustRun(t, append([]string{"restore"}, append(sshdArgs(srv), "--remote-path", binPath, "--progress", "none", sshdURL(srv, src), dst)...)...)
-	assertSameTree(t, src, dst)
 }
