@@ -21,7 +21,7 @@ import (
 // Optional features asked for in Hello (Verify) are acknowledged in the
 // reply, so an older agent that ignores them is recognised. Version 4 added
 // the error kind of a block whose split file had already failed
-// (ErrSplitGone).
+// (ErrSplitGone) and SourceRoot.ImpliesRoot.
 const ProtocolVersion = 4
 
 // magic opens the handshake in both directions, so that a peer that is not a

@@ -17,7 +17,7 @@ type SourceRoot struct {
 	// ImpliesRoot lists Base itself, with its metadata, as the root "."
 	// of the file list, an implied directory (rsync -R does so for a path
 	// whose kept part starts with "./", and --files-from for such a
-	// line). An older sender ignores it and sends no ".".
+	// line). Protocol version 4 and later.
 	ImpliesRoot bool `json:"implies_root,omitempty"`
 }
 
