@@ -291,7 +291,11 @@ func TestSSHDialerKeepaliveIdle(t *testing.T) {
 }
 
 // blackhole accepts TCP connections and never answers.
-func blackhole(t *testing.T) string {
+func blackhole(t *testing.T) string { return silentServer(t, "") }
+
+// silentServer accepts TCP connections, writes banner on each, and then
+// says nothing more. It returns the listening address (host:port).
+func silentServer(t *testing.T, banner string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -304,6 +308,7 @@ func blackhole(t *testing.T) string {
 			if err != nil {
 				return
 			}
+			c.Write([]byte(banner))
 			t.Cleanup(func() { c.Close() })
 		}
 	}()

@@ -140,22 +140,10 @@ func TestOpenSetupTimeoutSaysWhat(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			addr, err := net.ResolveTCPAddr("tcp", silentServer(t, tc.banner))
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { ln.Close() })
-			go func() {
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					c.Write([]byte(tc.banner))
-					t.Cleanup(func() { c.Close() })
-				}
-			}()
-			addr := ln.Addr().(*net.TCPAddr)
 			const limit = 500 * time.Millisecond
 			d, err := NewSSHDialer(Location{User: "u", Host: "127.0.0.1", Port: addr.Port, Path: "/"},
 				SSHOptions{ConfigFile: "none", KnownHosts: []string{"none"}, Timeout: limit})
