@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"image/png"
 	"os"
 	"os/exec"
@@ -128,11 +129,16 @@ func TestBenchRunSSHD(t *testing.T) {
 	requireTools(t, "rsync", "tar", "ssh")
 	srv := testsshd.Start(t)
 	src := benchTree.get(t)
-	farBefore := map[string]bool{}
-	for _, d := range farDirs(t) {
-		farBefore[d] = true
+	// The far side's commands run with a TMPDIR of this test's own, so
+	// that what they leave behind is told from other bench runs' (tests
+	// in parallel); each lists TMPDIR when it ends.
+	farTmp, farLog := t.TempDir(), filepath.Join(t.TempDir(), "far.log")
+	agent := filepath.Join(t.TempDir(), "agent.sh")
+	script := fmt.Sprintf("#!/bin/sh\nTMPDIR=%s; export TMPDIR\n%s \"$@\"\nrc=$?\nls -A \"$TMPDIR\" >> %s\nexit $rc\n", farTmp, binPath, farLog)
+	if err := os.WriteFile(agent, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	res := runBenchJSON(t, append(sshdArgs(srv), "--src", sshdURL(srv, src), "--methods", "raw", "--compress", "zstd",
+	res := runBenchJSON(t, append(sshdArgs(srv), "--remote-path", agent, "--src", sshdURL(srv, src), "--methods", "raw", "--compress", "zstd",
 		"--jobs", "2", "--runs", "1", "--baselines", "rsync,tar-ssh", "--delta", "5%", "--tmp", t.TempDir(),
 		"--server-pid", strconv.Itoa(srv.PID))...)
 	if !res.Remote {
@@ -155,11 +161,13 @@ func TestBenchRunSSHD(t *testing.T) {
 				row.Label(), row.ServerCPUSeconds, row.ServerCommandCPUSeconds, row.ClientPeakRSSBytes, row.ServerPeakRSSBytes)
 		}
 	}
-	// Nothing of the far side's measuring is left on the host.
-	for _, d := range farDirs(t) {
-		if !farBefore[d] {
-			t.Errorf("bench run left %s behind", d)
-		}
+	// Nothing of the far side's measuring is left on the host: it was
+	// made in farTmp (far-setup's listing shows it), and is gone.
+	if b, err := os.ReadFile(farLog); err != nil || !strings.Contains(string(b), "restoresync-bench-far-") {
+		t.Errorf("the far side's measuring directory was not made in the test's TMPDIR (log: %q, %v)", b, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(farTmp, "*")); len(left) > 0 {
+		t.Errorf("bench run left %v behind", left)
 	}
 	full := findRow(t, res, bench.ToolRestoresync, "raw", bench.PhaseFull)
 	delta := findRow(t, res, bench.ToolRestoresync, "raw", bench.PhaseDelta)
@@ -203,15 +211,4 @@ func TestBenchRunSSHD(t *testing.T) {
 	if img, err := png.Decode(f); err != nil || img.Bounds().Dy() < 24*len(res.Rows) {
 		t.Errorf("chart.png: %v", err)
 	}
-}
-
-// farDirs lists the far-side measuring directories (bench far-setup) in the
-// temporary directory.
-func farDirs(t *testing.T) []string {
-	t.Helper()
-	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), "restoresync-bench-far-*"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dirs
 }
