@@ -117,7 +117,7 @@ func openRsyncPull(ctx context.Context, o Options, d transfer.Dialer, src transf
 		if p.agent {
 			p.list, p.listWire, err = agentList(gctx, o, d, src.Path)
 		} else {
-			p.list, p.listWire, err = findList(gctx, cd, root, o.IdleTimeout)
+			p.list, p.listWire, err = findList(gctx, cd, root, o.SSH.Timeout, o.IdleTimeout)
 		}
 		if err != nil {
 			return fmt.Errorf("file list: %w", err)
@@ -136,7 +136,7 @@ func openRsyncPull(ctx context.Context, o Options, d transfer.Dialer, src transf
 			var s transfer.Stream
 			s, err = cd.WithCommand("rsync " + strings.Join(quoted, " ")).Dial(gctx)
 			if err == nil {
-				p.stream = transfer.NewRsyncStream(s)
+				p.stream = transfer.NewRsyncStream(transfer.FirstByteTimeout(s, o.SSH.Timeout))
 			}
 		}
 		return err
@@ -164,13 +164,15 @@ func agentList(ctx context.Context, o Options, d transfer.Dialer, path string) (
 }
 
 // findList gets the file list agent-less, from the remote's GNU find,
-// which fails with the idle timeout error when find's output stops for
-// idle (--timeout; 0: none).
-func findList(ctx context.Context, cd transfer.CommandDialer, root string, idle time.Duration) (treewalk.List, int64, error) {
+// which fails with the connection setup error when find sends nothing for
+// connect (--contimeout; 0: 30 s), and with the idle timeout error when
+// its output stops for idle (--timeout; 0: none).
+func findList(ctx context.Context, cd transfer.CommandDialer, root string, connect, idle time.Duration) (treewalk.List, int64, error) {
 	s, err := cd.WithCommand(findListCommand(root)).Dial(ctx)
 	if err != nil {
 		return treewalk.List{}, 0, err
 	}
+	s = transfer.FirstByteTimeout(s, connect)
 	rs := transfer.NewRsyncStream(s)
 	defer rs.Close()
 	stop := context.AfterFunc(ctx, func() { s.Close() })

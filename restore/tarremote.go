@@ -42,7 +42,7 @@ func runTarAgentless(ctx context.Context, o Options, d transfer.Dialer, src, dst
 	if err != nil {
 		return err
 	}
-	s = transfer.IdleTimeoutStream(s, o.IdleTimeout)
+	s = transfer.IdleTimeoutStream(transfer.FirstByteTimeout(s, o.SSH.Timeout), o.IdleTimeout)
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { s.Close() })
 	defer stop()
