@@ -87,7 +87,7 @@ func TestE2ESignalThenRerun(t *testing.T) {
 	srv := startListen(t, filepath.Dir(src), newListenKeys(t))
 	dst := filepath.Join(t.TempDir(), "acct")
 	args := append([]string{"restore", "--jobs", "1", "--compress", "gzip:9", "--block-size", "4MiB"}, srv.args()...)
-	r := startRestore(t, append(args, srv.url(filepath.Base(src)), dst)...)
+	r := startRestore(t, append(args, "--json", srv.url(filepath.Base(src)), dst)...)
 	r.waitPlaced(dst)
 	sent := time.Now()
 	if err := r.cmd.Process.Signal(os.Interrupt); err != nil {
@@ -95,6 +95,10 @@ func TestE2ESignalThenRerun(t *testing.T) {
 	}
 	res, took := r.wait(sent)
 	wantExit(t, res, exitSignal, "interrupted by signal; rerun the same command")
+	// --json (and a post-hook's report) says so too, not "context canceled".
+	if rep := parseReport(t, res); rep.ExitCode != exitSignal || !strings.HasPrefix(rep.Error, "interrupted by signal") {
+		t.Errorf("--json: exit_code %d, error %q; want %d, interrupted by signal", rep.ExitCode, rep.Error, exitSignal)
+	}
 	if took > 10*time.Second {
 		t.Errorf("the restore took %v to stop after SIGINT", took)
 	}

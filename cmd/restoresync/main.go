@@ -44,6 +44,9 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// interruptedMessage is what a run ended by SIGINT or SIGTERM says.
+const interruptedMessage = "interrupted by signal; rerun the same command to complete the restore"
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() { // a second signal ends the process at once
@@ -91,7 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	code := exitCode(ctx, err)
 	switch code {
 	case exitSignal:
-		err = errors.New("interrupted by signal; rerun the same command to complete the restore")
+		err = errors.New(interruptedMessage)
 	case exitUsage:
 		if strings.HasPrefix(err.Error(), "unknown command") {
 			err = fmt.Errorf("%w\nRun 'restoresync --help' for the commands.", err)

@@ -189,13 +189,7 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 // restore ends with.
 func (o *restoreOptions) finishRestore(ctx context.Context, cmd *cobra.Command, log *slog.Logger, rep *restore.Report, err error) error {
 	out := cmd.OutOrStdout()
-	if err == nil && len(rep.Errors) > 0 {
-		err = &exitError{exitPartial, fmt.Errorf("some files could not be restored (%d %s)", len(rep.Errors), plural(len(rep.Errors), "error", "errors"))}
-	} else if err != nil {
-		if c := exitCode(ctx, err); (c == exitProtocol || c == exitSSH || c == exitTimeout) && rep.Bytes+int64(rep.Skipped) > 0 {
-			err = fmt.Errorf("%w\n(files already restored are in place; rerun the same command to complete the restore)", err)
-		}
-	}
+	err = restoreEndError(ctx, rep, err)
 	if o.json {
 		b, _ := json.Marshal(newJSONReport(ctx, rep, err))
 		fmt.Fprintln(out, string(b))
@@ -207,6 +201,35 @@ func (o *restoreOptions) finishRestore(ctx context.Context, cmd *cobra.Command, 
 		if !o.ops.quiet {
 			fmt.Fprintln(out, rep.Summary())
 		}
+	}
+	return err
+}
+
+// restoreEndError returns the error a restore that returned rep and err
+// ends with, as the --json report, the post-hook and stderr say it: a
+// partial restore's count of failed files, an interrupt said as such
+// (not "context canceled"), and the rerun hint after a connection, protocol
+// or timeout error once the restore had begun: files were placed or found
+// up to date, or the remote side ended early (the rsync method counts its
+// files only at the end).
+func restoreEndError(ctx context.Context, rep *restore.Report, err error) error {
+	if err == nil {
+		if len(rep.Errors) > 0 {
+			return &exitError{exitPartial, fmt.Errorf("some files could not be restored (%d %s)", len(rep.Errors), plural(len(rep.Errors), "error", "errors"))}
+		}
+		return nil
+	}
+	c := exitCode(ctx, err)
+	if c == exitSignal {
+		return &exitError{exitSignal, errors.New(interruptedMessage)}
+	}
+	placed := rep.Bytes+int64(rep.Skipped) > 0
+	if (c == exitProtocol || c == exitSSH || c == exitTimeout) && (placed || errors.Is(err, transfer.ErrRemoteExited)) {
+		hint := "rerun the same command to complete the restore"
+		if placed {
+			hint = "files already restored are in place; " + hint
+		}
+		return fmt.Errorf("%w\n(%s)", err, hint)
 	}
 	return err
 }
