@@ -68,11 +68,7 @@ func (s *firstByteStream) Close() error {
 // waiting for.
 func commandAwaiting(s Stream) string {
 	if rs, ok := s.(*rshStream); ok {
-		what := "no answer came through " + rs.display + " (either the SSH connection or the remote command is silent; "
-		if trimSpace(rs.Stderr()) == "" {
-			return what + "the command printed nothing on stderr: ssh -v or -o ConnectTimeout tells which)"
-		}
-		return what + "its stderr follows)"
+		return rs.silent("remote command")
 	}
 	return "the remote command sent nothing"
 }

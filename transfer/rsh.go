@@ -238,8 +238,12 @@ func (s *rshStream) exited(d time.Duration) bool {
 // awaiting implements setupWaiter. Through an external program there is no
 // telling whether the SSH connection or the remote agent is silent; its
 // stderr (added by the caller) may say.
-func (s *rshStream) awaiting() string {
-	what := "no answer came through " + s.display + " (either the SSH connection or the remote agent is silent; "
+func (s *rshStream) awaiting() string { return s.silent("remote agent") }
+
+// silent says that nothing came through the program, from the SSH
+// connection or from peer ("remote agent", "remote command").
+func (s *rshStream) silent(peer string) string {
+	what := "no answer came through " + s.display + " (either the SSH connection or the " + peer + " is silent; "
 	if trimSpace(s.Stderr()) == "" {
 		return what + "the command printed nothing on stderr: ssh -v or -o ConnectTimeout tells which)"
 	}
