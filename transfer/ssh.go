@@ -410,12 +410,14 @@ type setupTimeoutError struct {
 	contimeout bool          // limit is SSHOptions.Timeout (--contimeout), not the caller's deadline
 }
 
+// Error says what did not answer; when the limit was --contimeout, in the
+// words Open uses for a setup that timed out, so that every path (agent or
+// agent-less) says it alike.
 func (e *setupTimeoutError) Error() string {
-	flag := ""
 	if e.contimeout {
-		flag = " (--contimeout)"
+		return fmt.Sprintf("%v: connection setup timed out after %v (--contimeout %v): %s", ErrConnect, e.limit, e.limit, e.what)
 	}
-	return fmt.Sprintf("%v: %s: %s within %v%s", ErrConnect, e.display, e.what, e.limit, flag)
+	return fmt.Sprintf("%v: %s: %s within %v", ErrConnect, e.display, e.what, e.limit)
 }
 
 // Unwrap returns ErrConnect.

@@ -333,7 +333,7 @@ func TestSSHDialerHandshakeTimeoutAndCancel(t *testing.T) {
 	if !errors.Is(err, ErrConnect) || time.Since(start) > 5*time.Second {
 		t.Fatalf("Dial to a silent server: %v after %v; want ErrConnect after ~200ms", err, time.Since(start))
 	}
-	if !strings.Contains(err.Error(), "no banner received") || !strings.Contains(err.Error(), "(--contimeout)") {
+	if !strings.Contains(err.Error(), "no banner received") || !strings.Contains(err.Error(), "connection setup timed out after 200ms (--contimeout 200ms)") {
 		t.Errorf("Dial to a silent server: %v; want what did not answer and the option", err)
 	}
 

@@ -187,6 +187,8 @@ func TestE2ESetupTimeouts(t *testing.T) {
 		{"hung-agent-timeout", append(sshdArgs(srv), "--remote-path", hang, "--timeout", "2", sshdURL(srv, src)), exitTimeout, "timeout in data send/receive", agent},
 		{"blackhole-contimeout", append([]string{"--contimeout", "2"}, builtin...), exitSSH, "(--contimeout 2s)", noBanner},
 		{"blackhole-timeout", append([]string{"--timeout", "2"}, builtin...), exitTimeout, "(--timeout 2s)", noBanner},
+		// Agent-less, the built-in client says it in the same words.
+		{"blackhole-agentless-contimeout", append([]string{"--remote-path", "none", "--method", "tar", "--contimeout", "2"}, builtin...), exitSSH, "connection setup timed out after 2s (--contimeout 2s)", noBanner},
 		// -v: what ssh printed until it was stopped is in the message.
 		{"rsh-blackhole-contimeout", []string{"-e", rsh + " -v", "--contimeout", "2", "127.0.0.1:" + src}, exitSSH, "(--contimeout 2s)", "no answer came through ssh 127.0.0.1"},
 		{"rsh-blackhole-timeout", []string{"-e", rsh, "--timeout", "2", "127.0.0.1:" + src}, exitTimeout, "(--timeout 2s)", "no answer came through ssh 127.0.0.1"},
