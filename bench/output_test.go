@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 )
 
 // tool runs a program a test needs; missing, it fails the test in CI
@@ -195,7 +195,7 @@ func TestWriteDeltaCopySummary(t *testing.T) {
 }
 
 // A source host that does not answer stops Run before anything is timed,
-// with an error wrapping transfer.ErrConnect (exit 255).
+// with an error wrapping transport.ErrConnect (exit 255).
 func TestRunUnreachableSource(t *testing.T) {
 	if _, err := exec.LookPath("ssh"); err != nil {
 		t.Skip("ssh is not installed")
@@ -210,9 +210,9 @@ func TestRunUnreachableSource(t *testing.T) {
 	start := time.Now()
 	res, err := Run(context.Background(), RunOptions{
 		Src: "127.0.0.1:/srv", Baselines: []string{BaselineRsync}, Runs: 1, Log: &log, TempDir: t.TempDir(),
-		SSH: transfer.SSHOptions{Rsh: "ssh -o BatchMode=yes -p " + strconv.Itoa(port)},
+		SSH: transport.SSHOptions{Rsh: "ssh -o BatchMode=yes -p " + strconv.Itoa(port)},
 	})
-	if !errors.Is(err, transfer.ErrConnect) || res != nil {
+	if !errors.Is(err, transport.ErrConnect) || res != nil {
 		t.Fatalf("Run: %v, results %+v; want ErrConnect and none", err, res)
 	}
 	if !strings.Contains(err.Error(), "cannot reach 127.0.0.1") || !strings.Contains(err.Error(), "refused") {

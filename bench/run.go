@@ -17,6 +17,7 @@ import (
 
 	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 )
 
 // RunOptions configure Run. Src is required; every other zero value has the
@@ -52,7 +53,7 @@ type RunOptions struct {
 	// SSH are the connection options (-F, -i, --known-hosts, -e,
 	// --remote-path), passed to each restore and turned into an ssh
 	// command line for the baselines.
-	SSH transfer.SSHOptions
+	SSH transport.SSHOptions
 	// TempDir holds the destinations (each removed after its run, not
 	// timed); "" means the system's temporary directory.
 	TempDir string
@@ -129,8 +130,8 @@ type env struct {
 	ctx    context.Context
 	opts   *RunOptions
 	remote bool
-	src    transfer.Location // Path is absolute when local
-	ssh    []string          // ssh command line without the host, when remote
+	src    transport.Location // Path is absolute when local
+	ssh    []string           // ssh command line without the host, when remote
 	tmp    string
 	id     int
 	far    *FarSetup // nil when the far side is not measured
@@ -209,12 +210,12 @@ type rsConfig struct {
 // not). A row that fails is reported in its Row.Error and the others go on;
 // Run's error is for what stops the whole run before or while it runs: bad
 // options, an unreadable Src, a source host that cannot be reached
-// (wrapping transfer.ErrConnect, before anything is timed), cancellation.
+// (wrapping transport.ErrConnect, before anything is timed), cancellation.
 func Run(ctx context.Context, o RunOptions) (*Results, error) {
 	if err := o.applyDefaults(); err != nil {
 		return nil, err
 	}
-	src, err := transfer.ParseLocation(o.Src)
+	src, err := transport.ParseLocation(o.Src)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --src: %w", restore.ErrUsage, err)
 	}
@@ -331,7 +332,7 @@ const notVerified = "not verified"
 // and that Src is a directory there, with the system ssh (as the baselines
 // and the far side's commands reach it) running `test -d DIR`, bounded by a
 // 30 s ConnectTimeout unless -e gives the command. A connection failure
-// (ssh's status 255) is an error wrapping transfer.ErrConnect with ssh's
+// (ssh's status 255) is an error wrapping transport.ErrConnect with ssh's
 // last words; status 1 (no such directory) an error naming the path. When
 // ssh cannot be started or the remote shell fails otherwise, probe returns
 // nil and the rows say what failed.
@@ -357,7 +358,7 @@ func (e *env) probe() error {
 			why = "no message"
 		}
 		return fmt.Errorf("%w: --src %s: cannot reach %s (%s exited with status 255: %s); nothing was timed",
-			transfer.ErrConnect, e.opts.Src, e.src.Host, argv[0], why)
+			transport.ErrConnect, e.opts.Src, e.src.Host, argv[0], why)
 	case errors.As(err, &ee) && ee.ExitCode() == 1:
 		return fmt.Errorf("--src %s: %s is not a directory on %s; nothing was timed", e.opts.Src, e.src.Path, e.src.Host)
 	}
@@ -667,7 +668,7 @@ func (e *env) measure(s *series, src, dst string) (measured, int64, int64, error
 }
 
 // connFlags turns the connection options back into restore's flags.
-func connFlags(o transfer.SSHOptions) []string {
+func connFlags(o transport.SSHOptions) []string {
 	var args []string
 	if o.ConfigFile != "" {
 		args = append(args, "-F", o.ConfigFile)

@@ -5,14 +5,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 )
 
 // sshArgv returns the OpenSSH command line that reaches loc the way the
 // restore rows do: the -e command split into words, or ssh with the -F,
 // -i and --known-hosts files of o (BatchMode, so nothing prompts), then
 // -l USER and -p PORT when loc has them. The host is not included.
-func sshArgv(o transfer.SSHOptions, loc transfer.Location) ([]string, error) {
+func sshArgv(o transport.SSHOptions, loc transport.Location) ([]string, error) {
 	var argv []string
 	if o.Rsh != "" {
 		words, err := splitWords(o.Rsh)

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 )
 
 // MethodAuto, the default, chooses the method per restore from what it can
@@ -25,7 +26,7 @@ const MethodAuto Method = "auto"
 
 func init() { registerMethod(MethodAuto, runAuto) }
 
-func runAuto(ctx context.Context, o Options, src, dst transfer.Location, rep *Report) error {
+func runAuto(ctx context.Context, o Options, src, dst transport.Location, rep *Report) error {
 	agentless := src.Remote() && o.SSH.RemotePath == NoAgent && o.Dialer == nil
 	if o.selective() {
 		// Only raw does all of the selection options.

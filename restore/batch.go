@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/restoresync/restoresync/delta"
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/treewalk"
 )
@@ -30,7 +31,7 @@ type batch struct {
 // signature in sigs travels as a delta: each block of a split file with the
 // part of the signature around it. Batches count a delta's bytes in full:
 // its wire bytes are few, but it is read and written in full.
-func makeBatches(entries []treewalk.Entry, need []int, sigs map[int]*transfer.Signature, blockSize int64) []*batch {
+func makeBatches(entries []treewalk.Entry, need []int, sigs map[int]*delta.Signature, blockSize int64) []*batch {
 	var big, small []*batch
 	cur := &batch{}
 	for _, i := range need {

@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 )
 
 // Bandwidth limit (--bwlimit): one token bucket shared by every stream of a
@@ -33,23 +33,23 @@ func newLimiter(bytesPerSec int64) *limiter {
 }
 
 // limitDialer wraps d so that its streams share lim; d is returned as is
-// when lim is nil. A transfer.CommandDialer stays one.
-func limitDialer(d transfer.Dialer, lim *limiter) transfer.Dialer {
+// when lim is nil. A transport.CommandDialer stays one.
+func limitDialer(d transport.Dialer, lim *limiter) transport.Dialer {
 	if lim == nil {
 		return d
 	}
-	if cd, ok := d.(transfer.CommandDialer); ok {
+	if cd, ok := d.(transport.CommandDialer); ok {
 		return limitedCommandDialer{limitedDialer{cd, lim}, cd}
 	}
 	return limitedDialer{d, lim}
 }
 
 type limitedDialer struct {
-	d   transfer.Dialer
+	d   transport.Dialer
 	lim *limiter
 }
 
-func (d limitedDialer) Dial(ctx context.Context) (transfer.Stream, error) {
+func (d limitedDialer) Dial(ctx context.Context) (transport.Stream, error) {
 	s, err := d.d.Dial(ctx)
 	if err != nil {
 		return nil, err
@@ -60,17 +60,17 @@ func (d limitedDialer) Dial(ctx context.Context) (transfer.Stream, error) {
 
 type limitedCommandDialer struct {
 	limitedDialer
-	cd transfer.CommandDialer
+	cd transport.CommandDialer
 }
 
-func (d limitedCommandDialer) WithCommand(command string) transfer.Dialer {
+func (d limitedCommandDialer) WithCommand(command string) transport.Dialer {
 	return limitDialer(d.cd.WithCommand(command), d.lim)
 }
 
 // limitedStream charges the bucket for what passes through it. Close
 // cancels a wait in progress.
 type limitedStream struct {
-	transfer.Stream
+	transport.Stream
 	lim    *limiter
 	ctx    context.Context
 	cancel context.CancelFunc

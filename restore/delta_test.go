@@ -9,8 +9,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/restoresync/restoresync/delta"
 	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -95,14 +97,14 @@ func changeFixture(t *testing.T, src string) {
 // hookDialer calls hook once, from the stream that first crosses limit
 // bytes sent (read, if recv), before those bytes go on.
 type hookDialer struct {
-	transfer.Dialer
+	transport.Dialer
 	limit int64
 	recv  bool
 	once  *sync.Once
 	hook  func()
 }
 
-func (d hookDialer) Dial(ctx context.Context) (transfer.Stream, error) {
+func (d hookDialer) Dial(ctx context.Context) (transport.Stream, error) {
 	s, err := d.Dialer.Dial(ctx)
 	if err != nil {
 		return nil, err
@@ -111,7 +113,7 @@ func (d hookDialer) Dial(ctx context.Context) (transfer.Stream, error) {
 }
 
 type hookStream struct {
-	transfer.Stream
+	transport.Stream
 	d          hookDialer
 	sent, recv atomic.Int64
 }
@@ -206,7 +208,7 @@ func TestWriterBasisSymlink(t *testing.T) {
 	if len(res.Need) != 1 || len(res.Signatures) != 0 {
 		t.Fatalf("plan over a symlink: need %v, %d signatures", res.Need, len(res.Signatures))
 	}
-	sig, err := transfer.ComputeSignature(bytes.NewReader(bytes.Repeat([]byte("s"), 5000)), 5000, nil)
+	sig, err := delta.ComputeSignature(bytes.NewReader(bytes.Repeat([]byte("s"), 5000)), 5000, nil)
 	must(t, err)
 	if b, err := w.OpenBasis(context.Background(), &transfer.Item{Entry: e, Length: 5000, Delta: sig}); err == nil {
 		b.Close()

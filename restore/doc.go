@@ -46,6 +46,6 @@
 //
 // Per-file failures (an unreadable or changed source file, a full or
 // read-only destination, a --verify mismatch) are reported and the run goes
-// on; connection, protocol and timeout failures (transfer.ErrConnect,
+// on; connection, protocol and timeout failures (transport.ErrConnect,
 // ErrProtocol, ErrTimeout) end it.
 package restore

@@ -17,6 +17,7 @@ import (
 
 	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -43,11 +44,11 @@ type faults struct {
 }
 
 type faultDialer struct {
-	transfer.Dialer
+	transport.Dialer
 	f *faults
 }
 
-func (d faultDialer) Dial(ctx context.Context) (transfer.Stream, error) {
+func (d faultDialer) Dial(ctx context.Context) (transport.Stream, error) {
 	s, err := d.Dialer.Dial(ctx)
 	if err != nil {
 		return nil, err
@@ -56,7 +57,7 @@ func (d faultDialer) Dial(ctx context.Context) (transfer.Stream, error) {
 }
 
 type faultStream struct {
-	transfer.Stream
+	transport.Stream
 	f         *faults
 	tail      []byte // the last bytes seen, for a marker across calls
 	closed    chan struct{}
@@ -64,7 +65,7 @@ type faultStream struct {
 	broken    atomic.Bool
 }
 
-var errDropped = fmt.Errorf("%w: test: the connection dropped", transfer.ErrConnect)
+var errDropped = fmt.Errorf("%w: test: the connection dropped", transport.ErrConnect)
 
 func (s *faultStream) Close() error {
 	s.closeOnce.Do(func() { close(s.closed) })
@@ -254,7 +255,7 @@ func TestFaultConnectionDrops(t *testing.T) {
 				// stream closed under a pending write has been seen to
 				// report the in-process pipe's io.ErrClosedPipe instead
 				// (not yet understood).
-				if !errors.Is(err, transfer.ErrConnect) && !(mode == "push" && errors.Is(err, io.ErrClosedPipe)) {
+				if !errors.Is(err, transport.ErrConnect) && !(mode == "push" && errors.Is(err, io.ErrClosedPipe)) {
 					t.Errorf("break at %d of %d bytes: error %q does not wrap the connection's failure", at, total, err)
 				}
 				placedAt = append(placedAt, assertPlacedComplete(t, src, dst))
@@ -299,7 +300,7 @@ func TestFaultStallTimeout(t *testing.T) {
 			start := time.Now()
 			_, err := restore.Run(context.Background(), o)
 			took := time.Since(start)
-			if !errors.Is(err, transfer.ErrTimeout) {
+			if !errors.Is(err, transport.ErrTimeout) {
 				t.Fatalf("after %v: error %v; want a timeout", took, err)
 			}
 			if !strings.Contains(err.Error(), "timeout in data send/receive") {

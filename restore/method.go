@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 )
 
 // Method is a restore method (--method). It implements pflag.Value.
@@ -22,7 +22,7 @@ const (
 // methodRun runs one restore with a method, filling rep (all but Seconds,
 // which Run sets). src and dst are parsed and at most one is remote. Per-file
 // failures go into rep.Errors; the error is for what ends the run.
-type methodRun func(ctx context.Context, o Options, src, dst transfer.Location, rep *Report) error
+type methodRun func(ctx context.Context, o Options, src, dst transport.Location, rep *Report) error
 
 // methods lists the methods in the order help texts show them;
 // methodRuns runs each. A method's file adds itself with registerMethod.

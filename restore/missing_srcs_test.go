@@ -11,6 +11,7 @@ import (
 
 	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 )
 
 // When every SRC is missing there is nothing to restore: the run fails as
@@ -47,7 +48,7 @@ func TestAllSrcsMissing(t *testing.T) {
 				!errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "no such file") {
 				t.Errorf("%s (remote %v): got %v, want an error naming a missing SRC", c.name, remote, err)
 			}
-			if errors.Is(err, restore.ErrUsage) || errors.Is(err, transfer.ErrProtocol) || errors.Is(err, transfer.ErrConnect) ||
+			if errors.Is(err, restore.ErrUsage) || errors.Is(err, transfer.ErrProtocol) || errors.Is(err, transport.ErrConnect) ||
 				errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				t.Errorf("%s (remote %v): %v is not a file I/O error", c.name, remote, err)
 			}

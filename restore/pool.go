@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 )
 
 // pool is the set of streams to one remote agent. The first stream is
@@ -31,7 +32,7 @@ type pool struct {
 
 // openPool dials the first stream and starts dialing jobs-1 more, each
 // with the timeouts to (connection setup and idle).
-func openPool(ctx context.Context, d transfer.Dialer, h transfer.Hello, jobs int, to transfer.Timeouts) (*pool, error) {
+func openPool(ctx context.Context, d transport.Dialer, h transfer.Hello, jobs int, to transfer.Timeouts) (*pool, error) {
 	_, first, err := transfer.Open(ctx, d, h, to)
 	if err != nil {
 		return nil, err

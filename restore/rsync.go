@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -38,7 +39,7 @@ func init() { registerMethod(MethodRsync, runRsync) }
 var rsyncArgs = []string{"-rtp"}
 
 // runRsync is the rsync method.
-func runRsync(ctx context.Context, o Options, src, dst transfer.Location, rep *Report) error {
+func runRsync(ctx context.Context, o Options, src, dst transport.Location, rep *Report) error {
 	rep.Compression = "none" // rsync's own protocol, uncompressed here
 	rep.Jobs = 1
 	switch {
@@ -94,12 +95,12 @@ type rsyncPull struct {
 // protocol from a RoleRsyncSender stream; agent-less (--remote-path none),
 // the list from the remote's GNU find and the protocol from the remote's
 // "rsync --server --sender". Nothing is written before both succeed.
-func openRsyncPull(ctx context.Context, o Options, d transfer.Dialer, src transfer.Location) (*rsyncPull, error) {
+func openRsyncPull(ctx context.Context, o Options, d transport.Dialer, src transport.Location) (*rsyncPull, error) {
 	p := &rsyncPull{agent: o.SSH.RemotePath != NoAgent, idle: o.IdleTimeout}
-	var cd transfer.CommandDialer
+	var cd transport.CommandDialer
 	if !p.agent {
 		var ok bool
-		if cd, ok = d.(transfer.CommandDialer); !ok {
+		if cd, ok = d.(transport.CommandDialer); !ok {
 			return nil, fmt.Errorf("%w: --remote-path none needs an SSH connection (built-in or -e)", ErrUsage)
 		}
 	}
@@ -131,12 +132,12 @@ func openRsyncPull(ctx context.Context, o Options, d transfer.Dialer, src transf
 		} else {
 			var quoted []string
 			for _, a := range client.ServerCommandOptions(strings.TrimSuffix(root, "/") + "/") {
-				quoted = append(quoted, transfer.ShellQuote(a))
+				quoted = append(quoted, transport.ShellQuote(a))
 			}
-			var s transfer.Stream
+			var s transport.Stream
 			s, err = cd.WithCommand("rsync " + strings.Join(quoted, " ")).Dial(gctx)
 			if err == nil {
-				p.stream = transfer.NewRsyncStream(transfer.FirstByteTimeout(s, o.SSH.Timeout))
+				p.stream = transfer.NewRsyncStream(transport.FirstByteTimeout(s, o.SSH.Timeout))
 			}
 		}
 		return err
@@ -149,7 +150,7 @@ func openRsyncPull(ctx context.Context, o Options, d transfer.Dialer, src transf
 }
 
 // agentList gets the file list from the agent, as the raw method does.
-func agentList(ctx context.Context, o Options, d transfer.Dialer, path string) (treewalk.List, int64, error) {
+func agentList(ctx context.Context, o Options, d transport.Dialer, path string) (treewalk.List, int64, error) {
 	_, c, err := transfer.Open(ctx, d, transfer.Hello{Role: transfer.RoleSender, Path: path, Version: o.Version, Compression: o.Compression.String()}, o.timeouts())
 	if err != nil {
 		return treewalk.List{}, 0, err
@@ -167,12 +168,12 @@ func agentList(ctx context.Context, o Options, d transfer.Dialer, path string) (
 // which fails with the connection setup error when find sends nothing for
 // connect (--contimeout; 0: 30 s), and with the idle timeout error when
 // its output stops for idle (--timeout; 0: none).
-func findList(ctx context.Context, cd transfer.CommandDialer, root string, connect, idle time.Duration) (treewalk.List, int64, error) {
+func findList(ctx context.Context, cd transport.CommandDialer, root string, connect, idle time.Duration) (treewalk.List, int64, error) {
 	s, err := cd.WithCommand(findListCommand(root)).Dial(ctx)
 	if err != nil {
 		return treewalk.List{}, 0, err
 	}
-	s = transfer.FirstByteTimeout(s, connect)
+	s = transport.FirstByteTimeout(s, connect)
 	rs := transfer.NewRsyncStream(s)
 	defer rs.Close()
 	stop := context.AfterFunc(ctx, func() { s.Close() })

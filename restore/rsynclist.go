@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -32,7 +32,7 @@ const (
 
 // findListCommand is the remote shell command that lists path.
 func findListCommand(path string) string {
-	return "cd -- " + transfer.ShellQuote(path) + " && LC_ALL=C exec find . -printf '" + findFormat + "'"
+	return "cd -- " + transport.ShellQuote(path) + " && LC_ALL=C exec find . -printf '" + findFormat + "'"
 }
 
 // errFindOutput marks remote find output that does not parse.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/restoresync/restoresync/restore"
-	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 )
 
 // --timeout with --method rsync through the agent (user trial 2, finding
@@ -35,7 +35,7 @@ func TestFaultStallTimeoutRsync(t *testing.T) {
 	start := time.Now()
 	_, err := restore.Run(ctx, o)
 	took := time.Since(start)
-	if !errors.Is(err, transfer.ErrTimeout) {
+	if !errors.Is(err, transport.ErrTimeout) {
 		t.Fatalf("after %v: error %v; want the idle timeout", took, err)
 	}
 	if msg := err.Error(); !strings.Contains(msg, "timeout in data send/receive") || !strings.Contains(msg, "--timeout 1s") {

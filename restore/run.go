@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -37,12 +38,12 @@ type Options struct {
 	// sending side, local or remote; 0 means 256 KiB.
 	ReadBufferBytes int
 	// SSH says how to reach the remote side.
-	SSH transfer.SSHOptions
+	SSH transport.SSHOptions
 	// Version is announced to the remote agent.
 	Version string
 	// Dialer, when not nil, opens the streams to the remote side instead
 	// of SSH (tests and benchmarks use transfer.PipeDialer).
-	Dialer transfer.Dialer
+	Dialer transport.Dialer
 	// Stdin is read when Src is "-" (a tar archive on standard input); nil
 	// means os.Stdin.
 	Stdin io.Reader
@@ -109,7 +110,7 @@ type Options struct {
 
 	// IdleTimeout is rsync's --timeout: when no data moves on a stream,
 	// either way, for this long while the restore waits on the remote
-	// side, the run fails with an error wrapping transfer.ErrTimeout
+	// side, the run fails with an error wrapping transport.ErrTimeout
 	// (exit code 30). 0 means none, as in rsync: a stalled peer is then
 	// only noticed by SSH keepalives (the built-in client's, or -e ssh's
 	// ServerAliveInterval), which a stopped agent still answers.
@@ -150,11 +151,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	o.ob = newObserver(&o)
 	start := time.Now()
 	rep := &Report{Method: string(o.Method), Compression: o.Compression.String(), Jobs: o.Jobs}
-	src, err := transfer.ParseLocation(o.Src)
+	src, err := transport.ParseLocation(o.Src)
 	if err != nil {
 		return rep, fmt.Errorf("%w: SRC: %w", ErrUsage, err)
 	}
-	dst, err := transfer.ParseLocation(o.Dst)
+	dst, err := transport.ParseLocation(o.Dst)
 	if err != nil {
 		return rep, fmt.Errorf("%w: DST: %w", ErrUsage, err)
 	}
@@ -191,7 +192,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 }
 
 // runRaw is the raw method: file list, quick check, parallel streams.
-func runRaw(ctx context.Context, o Options, src, dst transfer.Location, rep *Report) error {
+func runRaw(ctx context.Context, o Options, src, dst transport.Location, rep *Report) error {
 	if !src.Remote() && !dst.Remote() {
 		rep.Compression = "none" // nothing crosses a network
 	}
@@ -219,7 +220,7 @@ func runRaw(ctx context.Context, o Options, src, dst transfer.Location, rep *Rep
 	return err
 }
 
-func openSession(ctx context.Context, o Options, sel selection, src, dst transfer.Location) (session, error) {
+func openSession(ctx context.Context, o Options, sel selection, src, dst transport.Location) (session, error) {
 	switch {
 	case src.Remote():
 		// Dial first: a restore that cannot start must not create DST.
@@ -265,16 +266,16 @@ func openSession(ctx context.Context, o Options, sel selection, src, dst transfe
 
 // dialer returns how to reach loc: o.Dialer, the -e command, or the
 // built-in SSH client.
-func dialer(o Options, loc transfer.Location) (transfer.Dialer, error) {
-	var d transfer.Dialer
+func dialer(o Options, loc transport.Location) (transport.Dialer, error) {
+	var d transport.Dialer
 	var err error
 	switch {
 	case o.Dialer != nil:
 		d = o.Dialer
 	case o.SSH.Rsh != "":
-		d, err = transfer.NewRshDialer(loc, o.SSH)
+		d, err = transport.NewRshDialer(loc, o.SSH)
 	default:
-		d, err = transfer.NewSSHDialer(loc, o.SSH)
+		d, err = transport.NewSSHDialer(loc, o.SSH)
 	}
 	if err != nil {
 		return nil, err
@@ -283,7 +284,7 @@ func dialer(o Options, loc transfer.Location) (transfer.Dialer, error) {
 }
 
 // remotePool opens the streams to loc with hello h.
-func remotePool(ctx context.Context, o Options, loc transfer.Location, h transfer.Hello) (*pool, error) {
+func remotePool(ctx context.Context, o Options, loc transport.Location, h transfer.Hello) (*pool, error) {
 	d, err := dialer(o, loc)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -71,9 +72,9 @@ func (o *Options) selectionFlags() string {
 }
 
 // sameHost checks that every SRC is on src's host (or all local).
-func (o *Options) sameHost(src transfer.Location) error {
+func (o *Options) sameHost(src transport.Location) error {
 	for _, s := range o.MoreSrc {
-		l, err := transfer.ParseLocation(s)
+		l, err := transport.ParseLocation(s)
 		if err != nil {
 			return fmt.Errorf("%w: SRC %s: %w", ErrUsage, s, err)
 		}
@@ -86,7 +87,7 @@ func (o *Options) sameHost(src transfer.Location) error {
 
 // planSelection works out the selection of a restore from src (o.Src,
 // parsed) and the options. Errors wrap ErrUsage.
-func planSelection(o Options, src transfer.Location) (selection, error) {
+func planSelection(o Options, src transport.Location) (selection, error) {
 	var s selection
 	for _, r := range o.Filters {
 		s.sel.Filters = append(s.sel.Filters, r.String())
@@ -96,7 +97,7 @@ func planSelection(o Options, src transfer.Location) (selection, error) {
 	}
 	paths := []string{src.Path}
 	for _, m := range o.MoreSrc {
-		l, err := transfer.ParseLocation(m)
+		l, err := transport.ParseLocation(m)
 		if err != nil {
 			return s, fmt.Errorf("%w: SRC %s: %w", ErrUsage, m, err)
 		}

@@ -9,14 +9,14 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
-	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/delta"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
 // Signatures of basis files, for the raw method's native delta: Plan reads
 // the destination's current copy of each needed file that it holds as a
 // non-empty regular file and sends its block signature to the sender (see
-// transfer.Signature), which answers with a delta.
+// delta.Signature), which answers with a delta.
 
 // maxSignatureMemory bounds the memory that one Plan's signatures take (12
 // bytes a block): beyond it, the remaining files are sent whole. 64 MiB
@@ -34,14 +34,14 @@ type basisFile struct {
 // long as they fit in maxSignatureMemory. A file that cannot be read, or
 // that is no longer the regular file of the size Plan saw, gets none and is
 // sent whole. Only a cancellation is an error.
-func (w *Writer) signatures(ctx context.Context, entries []treewalk.Entry, bases []basisFile) (map[int]*transfer.Signature, error) {
+func (w *Writer) signatures(ctx context.Context, entries []treewalk.Entry, bases []basisFile) (map[int]*delta.Signature, error) {
 	if len(bases) == 0 {
 		return nil, nil
 	}
 	var mem int64
 	for k, b := range bases {
-		blocks := (b.size + int64(transfer.SignatureBlockSize(b.size)) - 1) / int64(transfer.SignatureBlockSize(b.size))
-		if blocks > transfer.MaxSigBlocks || mem+12*blocks > maxSignatureMemory {
+		blocks := (b.size + int64(delta.SignatureBlockSize(b.size)) - 1) / int64(delta.SignatureBlockSize(b.size))
+		if blocks > delta.MaxSigBlocks || mem+12*blocks > maxSignatureMemory {
 			bases = bases[:k]
 			break
 		}
@@ -49,7 +49,7 @@ func (w *Writer) signatures(ctx context.Context, entries []treewalk.Entry, bases
 	}
 	var (
 		mu   sync.Mutex
-		sigs = make(map[int]*transfer.Signature, len(bases))
+		sigs = make(map[int]*delta.Signature, len(bases))
 	)
 	work := make(chan basisFile)
 	g, gctx := errgroup.WithContext(ctx)
@@ -67,7 +67,7 @@ func (w *Writer) signatures(ctx context.Context, entries []treewalk.Entry, bases
 	for range min(len(bases), max(2, runtime.GOMAXPROCS(0))) {
 		g.Go(func() error {
 			br := bufio.NewReaderSize(nil, 256<<10)
-			buf := make([]byte, transfer.MaxSigBlockBytes)
+			buf := make([]byte, delta.MaxSigBlockBytes)
 			for b := range work {
 				if sig := w.signature(&entries[b.i], b.size, br, buf); sig != nil {
 					mu.Lock()
@@ -87,7 +87,7 @@ func (w *Writer) signatures(ctx context.Context, entries []treewalk.Entry, bases
 // signature returns the signature of DST's copy of e, of size bytes, or nil
 // if it cannot be read. The file is opened beneath DST without following
 // any symlink.
-func (w *Writer) signature(e *treewalk.Entry, size int64, br *bufio.Reader, buf []byte) *transfer.Signature {
+func (w *Writer) signature(e *treewalk.Entry, size int64, br *bufio.Reader, buf []byte) *delta.Signature {
 	dirfd, base, err := w.parent(e.Path)
 	if err != nil {
 		return nil
@@ -99,7 +99,7 @@ func (w *Writer) signature(e *treewalk.Entry, size int64, br *bufio.Reader, buf 
 	}
 	defer f.Close()
 	br.Reset(f)
-	sig, err := transfer.ComputeSignature(br, size, buf)
+	sig, err := delta.ComputeSignature(br, size, buf)
 	br.Reset(nil)
 	if err != nil {
 		return nil

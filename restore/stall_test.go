@@ -12,6 +12,7 @@ import (
 
 	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 )
 
 // runWithin runs a restore and fails t if it does not end within limit
@@ -83,11 +84,11 @@ func (f *freeze) isFrozen() bool {
 }
 
 type freezeDialer struct {
-	transfer.Dialer
+	transport.Dialer
 	f *freeze
 }
 
-func (d freezeDialer) Dial(ctx context.Context) (transfer.Stream, error) {
+func (d freezeDialer) Dial(ctx context.Context) (transport.Stream, error) {
 	s, err := d.Dialer.Dial(ctx)
 	if err != nil {
 		return nil, err
@@ -96,7 +97,7 @@ func (d freezeDialer) Dial(ctx context.Context) (transfer.Stream, error) {
 }
 
 type freezeStream struct {
-	transfer.Stream
+	transport.Stream
 	f         *freeze
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -158,7 +159,7 @@ func TestStallIdleStreamsTimeout(t *testing.T) {
 	o.BwLimitBytes = 2 << 20           // the idle streams are up long before the stall
 	o.IdleTimeout = time.Second
 	err, took := runWithin(t, context.Background(), o, 30*time.Second)
-	if !errors.Is(err, transfer.ErrTimeout) || !strings.Contains(err.Error(), "timeout in data send/receive") {
+	if !errors.Is(err, transport.ErrTimeout) || !strings.Contains(err.Error(), "timeout in data send/receive") {
 		t.Fatalf("after %v: error %v; want the idle timeout", took, err)
 	}
 	t.Logf("timed out after %v: %v", took.Round(time.Millisecond), err)
@@ -183,7 +184,7 @@ func TestStallStreamLostOthersStalled(t *testing.T) {
 	o.Compression = transfer.Compression{}
 	o.Writer.BlockSizeBytes = 256 << 10 // many batches: every stream busy
 	err, took := runWithin(t, context.Background(), o, 30*time.Second)
-	if !errors.Is(err, transfer.ErrConnect) {
+	if !errors.Is(err, transport.ErrConnect) {
 		t.Fatalf("after %v: error %v; want the lost connection's", took, err)
 	}
 	assertPlacedComplete(t, src, dst)
@@ -195,7 +196,7 @@ func TestStallStreamLostOthersStalled(t *testing.T) {
 // Reads block until Close; writes are taken.
 type silentDialer struct{}
 
-func (silentDialer) Dial(ctx context.Context) (transfer.Stream, error) {
+func (silentDialer) Dial(ctx context.Context) (transport.Stream, error) {
 	return &silentStream{closed: make(chan struct{})}, nil
 }
 
@@ -222,8 +223,8 @@ func TestStallHandshakeNeverAnswered(t *testing.T) {
 		want          error
 		msg           string
 	}{
-		{"contimeout", time.Second, 0, 0, transfer.ErrConnect, "--contimeout 1s"},
-		{"timeout", time.Minute, time.Second, 0, transfer.ErrTimeout, "--timeout 1s"},
+		{"contimeout", time.Second, 0, 0, transport.ErrConnect, "--contimeout 1s"},
+		{"timeout", time.Minute, time.Second, 0, transport.ErrTimeout, "--timeout 1s"},
 		{"cancel", time.Minute, 0, 300 * time.Millisecond, context.Canceled, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

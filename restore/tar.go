@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -33,7 +34,7 @@ const NoAgent = "none"
 // runTar is the tar method: pull from an agent (sharded over o.Jobs
 // streams) or from the remote's tar; local → local through the same
 // sender in-process. Push is not supported.
-func runTar(ctx context.Context, o Options, src, dst transfer.Location, rep *Report) error {
+func runTar(ctx context.Context, o Options, src, dst transport.Location, rep *Report) error {
 	if dst.Remote() {
 		return fmt.Errorf("%w: --method tar cannot push (local → remote) yet: use --method raw", ErrUsage)
 	}
@@ -127,11 +128,11 @@ func runTar(ctx context.Context, o Options, src, dst transfer.Location, rep *Rep
 
 // tarStream is one tar-sender stream.
 type tarStream struct {
-	s transfer.Stream
+	s transport.Stream
 	c *transfer.Conn
 }
 
-func dialTar(ctx context.Context, d transfer.Dialer, h transfer.Hello, to transfer.Timeouts) (*tarStream, error) {
+func dialTar(ctx context.Context, d transport.Dialer, h transfer.Hello, to transfer.Timeouts) (*tarStream, error) {
 	s, c, err := transfer.Open(ctx, d, h, to)
 	if err != nil {
 		return nil, err

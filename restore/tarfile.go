@@ -14,7 +14,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 
-	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 )
 
 // Tar archives as SRC: "-" (standard input) or a local regular file is read
@@ -29,7 +29,7 @@ import (
 // a tar archive, plain or compressed (its first header parses), when it
 // is the only SRC and neither -R nor --files-from is given. Any other
 // file SRC is restored as a file.
-func isTarInput(o Options, src transfer.Location) bool {
+func isTarInput(o Options, src transport.Location) bool {
 	if src.Remote() || len(o.MoreSrc) > 0 || o.Relative || o.FilesFrom != nil {
 		return false
 	}
@@ -59,7 +59,7 @@ func statFollow(p string) (fs.FileInfo, error) { return os.Stat(p) }
 // runTarInput restores the archive SRC (a file, or o.Stdin for "-") into
 // the local DST, on one stream. rep.Compression names the archive's
 // compression.
-func runTarInput(ctx context.Context, o Options, src, dst transfer.Location, rep *Report) error {
+func runTarInput(ctx context.Context, o Options, src, dst transport.Location, rep *Report) error {
 	rep.Method, rep.Jobs = string(MethodTar), 1
 	if dst.Remote() {
 		return fmt.Errorf("%w: a tar archive as SRC restores into a local DST only", ErrUsage)

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 )
 
 // runTarAgentless pulls src with the remote host's own tar, on one stream:
@@ -25,8 +26,8 @@ import (
 // status: a failure after a complete archive (GNU tar exits 1 or 2 when it
 // skipped unreadable or changing files) is recorded as a per-entry error on
 // ".", with tar's messages; a failure before any entry is the run's error.
-func runTarAgentless(ctx context.Context, o Options, d transfer.Dialer, src, dst transfer.Location, rep *Report) error {
-	cd, ok := d.(transfer.CommandDialer)
+func runTarAgentless(ctx context.Context, o Options, d transport.Dialer, src, dst transport.Location, rep *Report) error {
+	cd, ok := d.(transport.CommandDialer)
 	if !ok {
 		return fmt.Errorf("%w: agent-less tar needs an SSH connection", ErrUsage)
 	}
@@ -42,7 +43,7 @@ func runTarAgentless(ctx context.Context, o Options, d transfer.Dialer, src, dst
 	if err != nil {
 		return err
 	}
-	s = transfer.IdleTimeoutStream(transfer.FirstByteTimeout(s, o.SSH.Timeout), o.IdleTimeout)
+	s = transport.IdleTimeoutStream(transport.FirstByteTimeout(s, o.SSH.Timeout), o.IdleTimeout)
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { s.Close() })
 	defer stop()
@@ -87,7 +88,7 @@ func runTarAgentless(ctx context.Context, o Options, d transfer.Dialer, src, dst
 	if err == nil {
 		err = ctx.Err()
 	}
-	if terr := transfer.IdleTimedOut(s); err != nil && terr != nil {
+	if terr := transport.IdleTimedOut(s); err != nil && terr != nil {
 		err = terr
 	}
 	return err
@@ -118,7 +119,7 @@ func remoteTarCommand(dir string, c transfer.Compression) (string, error) {
 		return "", fmt.Errorf("%w: agent-less tar cannot compress with %s", ErrUsage, c.Codec)
 	}
 	need := func(tool, why string) string {
-		msg := transfer.ShellQuote("restoresync: " + tool + " is not installed on the remote host" + why)
+		msg := transport.ShellQuote("restoresync: " + tool + " is not installed on the remote host" + why)
 		return "command -v " + tool + " >/dev/null 2>&1 || { echo " + msg + " >&2; exit 127; }; "
 	}
 	var b strings.Builder
@@ -129,7 +130,7 @@ func remoteTarCommand(dir string, c transfer.Compression) (string, error) {
 	}
 	// GNU tar: pax with nanosecond mtimes, without atime and ctime records.
 	b.WriteString("if tar --version 2>/dev/null | grep -q 'GNU tar'; then f='--format=posix --pax-option=delete=atime,delete=ctime'; else f='--format=pax'; fi; ")
-	tarCmd := "tar $f -C " + transfer.ShellQuote(dir) + " -cf - ."
+	tarCmd := "tar $f -C " + transport.ShellQuote(dir) + " -cf - ."
 	if comp == "" {
 		b.WriteString(tarCmd)
 		return b.String(), nil

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"sync/atomic"
 
+	"github.com/restoresync/restoresync/delta"
+	"github.com/restoresync/restoresync/transport"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -46,7 +47,7 @@ func (r countingReader) Read(p []byte) (int, error) {
 // and, for pipelined calls, one receiving replies (the Recv* methods), in the
 // order the requests were sent.
 type Conn struct {
-	s          Stream
+	s          transport.Stream
 	enc        encoder
 	dec        decoder
 	sent, recv counter
@@ -58,14 +59,14 @@ type Conn struct {
 	// pending counts the requests awaiting their reply, which arms the
 	// idle timeout (SetIdleTimeout).
 	pending atomic.Int32
-	idle    *idleWatch
+	idle    *transport.IdleWatch
 }
 
 // Handshake sends h on s and reads the server's reply. h.Proto and the
 // Compression check are filled in and done here. Errors wrap ErrProtocol for
 // a peer that is not a restoresync agent or speaks another protocol
 // version; the remote's stderr, when there is some, is added to the message.
-func Handshake(ctx context.Context, s Stream, h Hello) (*Conn, error) {
+func Handshake(ctx context.Context, s transport.Stream, h Hello) (*Conn, error) {
 	h.Proto = ProtocolVersion
 	comp, err := ParseCompression(h.Compression)
 	if err != nil {
@@ -77,14 +78,14 @@ func Handshake(ctx context.Context, s Stream, h Hello) (*Conn, error) {
 	cw := countingWriter{s, &c.sent}
 	br := bufio.NewReaderSize(countingReader{s, &c.recv}, 64<<10)
 	if err := writeHandshake(cw, h); err != nil {
-		return nil, withStderr(s, fmt.Errorf("handshake: %w", err))
+		return nil, transport.WithStderr(s, fmt.Errorf("handshake: %w", err))
 	}
 	var rep helloReply
 	if err := readHandshake(br, &rep); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, withStderr(s, err)
+		return nil, transport.WithStderr(s, err)
 	}
 	if rep.Proto != ProtocolVersion {
 		return nil, fmt.Errorf("%w: the remote agent (restoresync %s) speaks protocol %d, this client (restoresync %s) speaks %d: install the same version on both hosts",
@@ -115,47 +116,6 @@ func Handshake(ctx context.Context, s Stream, h Hello) (*Conn, error) {
 	return c, nil
 }
 
-// installHint is added to an error whose stderr says the agent was not
-// found.
-const installHint = " (is restoresync installed on the remote host? --remote-path names its binary there)"
-
-// withStderr appends what the remote wrote to stderr, which usually says
-// why it failed ("restoresync: command not found"), leaving out the lines
-// the error already says (the agent prints its error there too), and the
-// install hint when the agent was not found. err already decorated by
-// withStderr is not decorated again.
-func withStderr(s Stream, err error) error {
-	msg := trimSpace(s.Stderr())
-	if extra := unsaid(msg, err.Error()); extra != "" {
-		err = fmt.Errorf("%w; remote stderr: %s", err, extra)
-	}
-	if (strings.Contains(msg, "not found") || strings.Contains(err.Error(), "status 127")) && !strings.Contains(err.Error(), installHint) {
-		err = fmt.Errorf("%w%s", err, installHint)
-	}
-	return err
-}
-
-// unsaid returns the lines of stderr that text does not contain, also
-// without the "restoresync: " prefix the agent puts before its errors.
-func unsaid(stderr, text string) string {
-	var keep []string
-	for _, l := range strings.Split(stderr, "\n") {
-		l = strings.TrimRight(l, "\r ")
-		if l == "" || strings.Contains(text, l) || strings.Contains(text, strings.TrimPrefix(l, "restoresync: ")) {
-			continue
-		}
-		keep = append(keep, l)
-	}
-	return strings.Join(keep, "\n")
-}
-
-func trimSpace(s string) string {
-	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == ' ' || s[len(s)-1] == '\r') {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
 // WireBytes returns the bytes sent and received on the stream so far,
 // handshake and frame headers included. Safe for concurrent use.
 func (c *Conn) WireBytes() (sent, recv int64) { return c.sent.n.Load(), c.recv.n.Load() }
@@ -172,7 +132,7 @@ func (c *Conn) fail(err error) error {
 	if errors.As(err, &re) {
 		return err
 	}
-	return withStderr(c.s, err)
+	return transport.WithStderr(c.s, err)
 }
 
 // List asks a sender for its file list (pull).
@@ -412,11 +372,11 @@ type PlanResult struct {
 	// receiver's current copy of needed files that it has as a non-empty
 	// regular file: their data can be sent as a delta. Nil when the
 	// receiver computes none.
-	Signatures map[int]*Signature
+	Signatures map[int]*delta.Signature
 }
 
 // signatures encodes a plan reply's signatures, in ascending index order.
-func (e *encoder) signatures(sigs map[int]*Signature) {
+func (e *encoder) signatures(sigs map[int]*delta.Signature) {
 	idx := make([]int, 0, len(sigs))
 	for i := range sigs {
 		idx = append(idx, i)
@@ -431,7 +391,7 @@ func (e *encoder) signatures(sigs map[int]*Signature) {
 
 // signatures decodes a plan reply's signatures; each must be for a needed
 // entry, at most once, with its sums.
-func (d *decoder) signatures(need []int) (map[int]*Signature, error) {
+func (d *decoder) signatures(need []int) (map[int]*delta.Signature, error) {
 	n, err := d.count()
 	if err != nil {
 		return nil, err
@@ -439,7 +399,7 @@ func (d *decoder) signatures(need []int) (map[int]*Signature, error) {
 	if n > len(need) {
 		return nil, fmt.Errorf("%w: %d signatures for %d needed files", ErrProtocol, n, len(need))
 	}
-	var out map[int]*Signature
+	var out map[int]*delta.Signature
 	for range n {
 		i, err := d.uvarint()
 		if err != nil {
@@ -456,7 +416,7 @@ func (d *decoder) signatures(need []int) (map[int]*Signature, error) {
 			return nil, fmt.Errorf("%w: signature for entry %d is not a whole file's", ErrProtocol, i)
 		}
 		if out == nil {
-			out = map[int]*Signature{}
+			out = map[int]*delta.Signature{}
 		}
 		out[int(i)] = sig
 	}

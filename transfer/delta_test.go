@@ -11,58 +11,9 @@ import (
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/restoresync/restoresync/delta"
 	"github.com/restoresync/restoresync/treewalk"
 )
-
-// The rolling update of the weak checksum equals its recomputation over
-// the window at every offset, for several window sizes and data shapes.
-func TestWeakSumRolling(t *testing.T) {
-	datas := map[string][]byte{
-		"random": randomBytes(1, 20_000),
-		"text":   textBytes(2, 20_000),
-		"zeros":  make([]byte, 5_000),
-		"0xff":   bytes.Repeat([]byte{0xff}, 5_000),
-	}
-	for name, data := range datas {
-		for _, l := range []int{1, 2, 7, 64, 700, 4096} {
-			s1, s2 := weakParts(data[:l])
-			for k := 0; ; k++ {
-				if got, want := s1&0xffff|s2<<16, WeakSum(data[k:k+l]); got != want {
-					t.Fatalf("%s, window %d, offset %d: rolled %08x, recomputed %08x", name, l, k, got, want)
-				}
-				if k+l == len(data) {
-					break
-				}
-				s1, s2 = rollWeak(s1, s2, l, data[k], data[k+l])
-			}
-		}
-	}
-}
-
-// rsync's block sizes (generator.c, sum_sizes_sqroot): 700 up to 490,000
-// bytes, then the square root rounded down to a multiple of 8, capped at
-// 128 KiB.
-func TestSignatureBlockSize(t *testing.T) {
-	for _, tt := range []struct {
-		size int64
-		want int
-	}{
-		{1, 700}, {490_000, 700}, {490_001, 700}, {600_000, 768}, {5 << 20, 2288},
-		{60 << 20, 7928}, {1 << 30, 32768}, {1 << 40, 128 << 10}, {math.MaxInt64, 128 << 10},
-	} {
-		if got := SignatureBlockSize(tt.size); got != tt.want {
-			t.Errorf("SignatureBlockSize(%d) = %d, want %d", tt.size, got, tt.want)
-		}
-	}
-	for _, tt := range []struct {
-		size int64
-		want int
-	}{{1000, 2}, {5 << 20, 2}, {60 << 20, 3}, {1 << 40, 6}} {
-		if got := signatureStrongBytes(tt.size, SignatureBlockSize(tt.size)); got != tt.want {
-			t.Errorf("signatureStrongBytes(%d) = %d, want %d", tt.size, got, tt.want)
-		}
-	}
-}
 
 // basisWriter is an ItemWriter and BasisOpener over an in-memory basis.
 type basisWriter struct {
@@ -92,7 +43,7 @@ func (w *basisWriter) WriteItem(ctx context.Context, it *Item, r io.Reader) erro
 // when n < 0), with the signature of basis.
 func deltaItem(t testing.TB, basis, data []byte, off, n int64) Item {
 	t.Helper()
-	sig, err := ComputeSignature(bytes.NewReader(basis), int64(len(basis)), nil)
+	sig, err := delta.ComputeSignature(bytes.NewReader(basis), int64(len(basis)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +142,7 @@ func TestDeltaRoundTrip(t *testing.T) {
 // outside the basis; the stream stays usable after an item error.
 func TestDeltaHostileOps(t *testing.T) {
 	basis := randomBytes(6, 10_000) // 15 blocks of 700 bytes, the last of 200
-	sig, _ := ComputeSignature(bytes.NewReader(basis), int64(len(basis)), nil)
+	sig, _ := delta.ComputeSignature(bytes.NewReader(basis), int64(len(basis)), nil)
 	sum := func(b []byte) []byte { s := xxh3.Hash128(b).Bytes(); return s[:] }
 	copyOp := func(e *encoder, first, count uint64) { e.byte(tagCopy); e.uvarint(first); e.uvarint(count) }
 	end := func(e *encoder, b []byte) { e.byte(tagSum); e.fw.Write(sum(b)) }
@@ -235,7 +186,7 @@ func TestDeltaHostileOps(t *testing.T) {
 			})
 			d, stop := messageDecoder(msgs, 61)
 			defer stop()
-			it := Item{Entry: treewalk.Entry{Path: "f", Kind: treewalk.KindFile, Size: tt.length}, Length: tt.length, Delta: &Signature{BlockSizeBytes: sig.BlockSizeBytes, FileSizeBytes: sig.FileSizeBytes}}
+			it := Item{Entry: treewalk.Entry{Path: "f", Kind: treewalk.KindFile, Size: tt.length}, Length: tt.length, Delta: &delta.Signature{BlockSizeBytes: sig.BlockSizeBytes, FileSizeBytes: sig.FileSizeBytes}}
 			w := &basisWriter{basis: basis}
 			itemErr, fatal := recvItemData(context.Background(), d, w, &it)
 			if tt.fatal != nil {
@@ -292,13 +243,13 @@ func TestDeltaHostileOps(t *testing.T) {
 
 func TestSignatureWire(t *testing.T) {
 	basis := textBytes(7, 1<<20+5)
-	sig, err := ComputeSignature(bytes.NewReader(basis), int64(len(basis)), nil)
+	sig, err := delta.ComputeSignature(bytes.NewReader(basis), int64(len(basis)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []*Signature{sig, sig.Slice(300_000, 600_000), sig.Slice(1<<20, 1<<20+5)} {
+	for _, s := range []*delta.Signature{sig, sig.Slice(300_000, 600_000), sig.Slice(1<<20, 1<<20+5)} {
 		got, err := decodeMessages(t, func(e *encoder) { e.signature(s, true) }, func(d *decoder) (any, error) { return d.signature() })
-		if g := got.(*Signature); err != nil || g.BlockSizeBytes != s.BlockSizeBytes || g.FileSizeBytes != s.FileSizeBytes || g.First != s.First ||
+		if g := got.(*delta.Signature); err != nil || g.BlockSizeBytes != s.BlockSizeBytes || g.FileSizeBytes != s.FileSizeBytes || g.First != s.First ||
 			g.StrongBytes != s.StrongBytes || !equalSlices(g.Weak, s.Weak) || !equalSlices(g.Strong, s.Strong) {
 			t.Fatalf("signature round trip: %v", err)
 		}
@@ -309,10 +260,10 @@ func TestSignatureWire(t *testing.T) {
 	}{
 		{"unknown mode", func(e *encoder) { e.byte(3) }},
 		{"block too small", func(e *encoder) { e.byte(sigHeader); e.uvarint(699); e.varint(1000) }},
-		{"block too big", func(e *encoder) { e.byte(sigHeader); e.uvarint(MaxSigBlockBytes + 1); e.varint(1000) }},
+		{"block too big", func(e *encoder) { e.byte(sigHeader); e.uvarint(delta.MaxSigBlockBytes + 1); e.varint(1000) }},
 		{"empty file", func(e *encoder) { e.byte(sigHeader); e.uvarint(700); e.varint(0) }},
 		{"negative file", func(e *encoder) { e.byte(sigHeader); e.uvarint(700); e.varint(-5) }},
-		{"too many blocks", func(e *encoder) { e.byte(sigHeader); e.uvarint(700); e.varint(700*MaxSigBlocks + 1) }},
+		{"too many blocks", func(e *encoder) { e.byte(sigHeader); e.uvarint(700); e.varint(700*delta.MaxSigBlocks + 1) }},
 		{"strong of 0 bytes", func(e *encoder) {
 			e.byte(sigFull)
 			e.uvarint(700)
@@ -375,7 +326,7 @@ func TestSignatureWire(t *testing.T) {
 		need []int
 		enc  func(e *encoder)
 	}{
-		{"not needed", []int{3}, func(e *encoder) { e.signatures(map[int]*Signature{4: sig}) }},
+		{"not needed", []int{3}, func(e *encoder) { e.signatures(map[int]*delta.Signature{4: sig}) }},
 		{"twice", []int{3}, func(e *encoder) {
 			e.uvarint(2)
 			e.uvarint(3)
@@ -383,7 +334,7 @@ func TestSignatureWire(t *testing.T) {
 			e.uvarint(3)
 			e.signature(sig, true)
 		}},
-		{"a slice", []int{3}, func(e *encoder) { e.signatures(map[int]*Signature{3: sig.Slice(0, 1000)}) }},
+		{"a slice", []int{3}, func(e *encoder) { e.signatures(map[int]*delta.Signature{3: sig.Slice(0, 1000)}) }},
 		{"header only", []int{3}, func(e *encoder) { e.uvarint(1); e.uvarint(3); e.signature(sig, false) }},
 		{"huge index", []int{3}, func(e *encoder) { e.uvarint(1); e.uvarint(math.MaxUint64); e.signature(sig, true) }},
 	} {
@@ -392,8 +343,8 @@ func TestSignatureWire(t *testing.T) {
 			t.Errorf("plan signatures, %s: %v, want a protocol error", tt.name, err)
 		}
 	}
-	got, err := decodeMessages(t, func(e *encoder) { e.signatures(map[int]*Signature{3: sig, 9: sig}) }, func(d *decoder) (any, error) { return d.signatures([]int{1, 3, 9}) })
-	if m := got.(map[int]*Signature); err != nil || len(m) != 2 || m[3] == nil || m[9] == nil {
+	got, err := decodeMessages(t, func(e *encoder) { e.signatures(map[int]*delta.Signature{3: sig, 9: sig}) }, func(d *decoder) (any, error) { return d.signatures([]int{1, 3, 9}) })
+	if m := got.(map[int]*delta.Signature); err != nil || len(m) != 2 || m[3] == nil || m[9] == nil {
 		t.Fatalf("plan signatures: %v, %v", got, err)
 	}
 }
@@ -420,7 +371,7 @@ func TestDeltaLargeFileSpeed(t *testing.T) {
 		return b
 	})
 	sigStart := time.Now()
-	sig, err := ComputeSignature(bytes.NewReader(basis), int64(len(basis)), nil)
+	sig, err := delta.ComputeSignature(bytes.NewReader(basis), int64(len(basis)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +411,7 @@ func TestDeltaLargeFileSpeed(t *testing.T) {
 func BenchmarkDeltaSearch(b *testing.B) {
 	basis := randomBytes(8, 60<<20)
 	data := edit(basis, func(b []byte) []byte { copy(b[30<<20:], "changed!"); return b })
-	sig, _ := ComputeSignature(bytes.NewReader(basis), int64(len(basis)), nil)
+	sig, _ := delta.ComputeSignature(bytes.NewReader(basis), int64(len(basis)), nil)
 	it := Item{Entry: treewalk.Entry{Path: "f", Kind: treewalk.KindFile, Size: int64(len(data))}, Length: int64(len(data)), Delta: sig}
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
@@ -473,7 +424,7 @@ func BenchmarkDeltaSearch(b *testing.B) {
 func BenchmarkDeltaSearchUnrelated(b *testing.B) {
 	basis := randomBytes(8, 60<<20)
 	data := randomBytes(9, 60<<20)
-	sig, _ := ComputeSignature(bytes.NewReader(basis), int64(len(basis)), nil)
+	sig, _ := delta.ComputeSignature(bytes.NewReader(basis), int64(len(basis)), nil)
 	it := Item{Entry: treewalk.Entry{Path: "f", Kind: treewalk.KindFile, Size: int64(len(data))}, Length: int64(len(data)), Delta: sig}
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {

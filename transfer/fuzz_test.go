@@ -13,6 +13,7 @@ import (
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/restoresync/restoresync/delta"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -146,7 +147,7 @@ func messageSeeds(t testing.TB) [][]byte {
 			e.str("gone")
 		}),
 		seed(fuzzSignature, func(e *encoder) {
-			sig, _ := ComputeSignature(bytes.NewReader(fuzzBasis), int64(len(fuzzBasis)), nil)
+			sig, _ := delta.ComputeSignature(bytes.NewReader(fuzzBasis), int64(len(fuzzBasis)), nil)
 			e.signature(sig, true)
 			e.signature(sig, false)
 			e.signature(sig.Slice(1000, 2000), true)
@@ -250,7 +251,7 @@ func FuzzMessages(f *testing.F) {
 					return
 				}
 				it := &Item{Entry: treewalk.Entry{Path: "f", Kind: treewalk.KindFile, Size: int64(n)}, Length: int64(n),
-					Delta: &Signature{BlockSizeBytes: 700, FileSizeBytes: int64(len(fuzzBasis))}}
+					Delta: &delta.Signature{BlockSizeBytes: 700, FileSizeBytes: int64(len(fuzzBasis))}}
 				w := &basisWriter{basis: fuzzBasis}
 				itemErr, fatal := recvItemData(context.Background(), d, w, it)
 				if int64(w.out.Len()) > it.Length {
@@ -278,7 +279,7 @@ func FuzzMessages(f *testing.F) {
 				if s == nil {
 					continue
 				}
-				if s.BlockSizeBytes < MinSigBlockBytes || s.BlockSizeBytes > MaxSigBlockBytes || s.FileSizeBytes < 1 || s.Blocks() > MaxSigBlocks ||
+				if s.BlockSizeBytes < delta.MinSigBlockBytes || s.BlockSizeBytes > delta.MaxSigBlockBytes || s.FileSizeBytes < 1 || s.Blocks() > delta.MaxSigBlocks ||
 					len(s.Weak) != len(s.Strong) || int64(s.First+len(s.Weak)) > s.Blocks() || (s.Weak != nil && (s.StrongBytes < 1 || s.StrongBytes > 8)) {
 					t.Fatalf("accepted signature %+v", s)
 				}

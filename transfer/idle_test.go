@@ -4,51 +4,12 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
-)
 
-// ServerAliveInterval and ServerAliveCountMax from ssh_config set the
-// built-in client's keepalives; unset, the defaults hold.
-func TestSSHConfigServerAlive(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "config")
-	conf := "Host alive\n  ServerAliveInterval 2\n  ServerAliveCountMax 5\nHost off\n  ServerAliveInterval 0\nHost bad\n  ServerAliveInterval soon\n"
-	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	kh := filepath.Join(dir, "known_hosts")
-	os.WriteFile(kh, nil, 0o600)
-	for _, tc := range []struct {
-		host      string
-		interval  time.Duration
-		countMax  int
-		wantError bool
-	}{
-		{"alive", 2 * time.Second, 5, false},
-		{"off", -1, keepaliveMaxMissed, false},
-		{"other", defaultKeepalive, keepaliveMaxMissed, false},
-		{"bad", 0, 0, true},
-	} {
-		d, err := NewSSHDialer(Location{Host: tc.host, Path: "/x"}, SSHOptions{ConfigFile: cfg, KnownHosts: []string{kh}})
-		if tc.wantError {
-			if err == nil {
-				t.Errorf("%s: no error for a bad ServerAliveInterval", tc.host)
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", tc.host, err)
-		}
-		sd := d.(*sshDialer)
-		if sd.keepalive != tc.interval || sd.keepaliveMax != tc.countMax {
-			t.Errorf("%s: keepalive every %v, %d missed; want %v, %d", tc.host, sd.keepalive, sd.keepaliveMax, tc.interval, tc.countMax)
-		}
-	}
-}
+	"github.com/restoresync/restoresync/transport"
+)
 
 // silentStream is a Stream whose peer never answers: reads block until
 // Close, writes are swallowed.
@@ -83,7 +44,7 @@ func TestIdleTimeout(t *testing.T) {
 	}
 	start := time.Now()
 	_, err := c.List(context.Background())
-	if !errors.Is(err, ErrTimeout) {
+	if !errors.Is(err, transport.ErrTimeout) {
 		t.Fatalf("List from a silent peer: %v; want ErrTimeout", err)
 	}
 	if took := time.Since(start); took < d || took > 20*d {
@@ -91,8 +52,8 @@ func TestIdleTimeout(t *testing.T) {
 	}
 
 	s2 := &silentStream{closed: make(chan struct{})}
-	is := IdleTimeoutStream(s2, d)
-	if _, err := is.Read(make([]byte, 1)); !errors.Is(err, ErrTimeout) {
+	is := transport.IdleTimeoutStream(s2, d)
+	if _, err := is.Read(make([]byte, 1)); !errors.Is(err, transport.ErrTimeout) {
 		t.Fatalf("read from a silent agent-less stream: %v; want ErrTimeout", err)
 	}
 	is.Close()
@@ -132,7 +93,7 @@ func TestRsyncStreamIdleTimeout(t *testing.T) {
 	start := time.Now()
 	_, err := rs.Read(make([]byte, 1))
 	took := time.Since(start)
-	if !errors.Is(err, ErrTimeout) {
+	if !errors.Is(err, transport.ErrTimeout) {
 		t.Fatalf("read from a silent peer: %v; want ErrTimeout", err)
 	}
 	<-stopBusy

@@ -8,6 +8,8 @@ import (
 	"io"
 
 	"github.com/zeebo/xxh3"
+
+	"github.com/restoresync/restoresync/delta"
 )
 
 // ItemWriter is the receiving end of item data: restore's safe writer
@@ -138,13 +140,13 @@ type itemReader struct {
 	err   error // item error (remote or size), sticky
 	fatal error // wire error, sticky
 
-	delta    *Signature   // nil for a whole item
-	basis    io.ReaderAt  // the basis of a delta item
-	hash     *xxh3.Hasher // of the bytes served: a delta item, or --verify; the item ends with a sum tag
-	copyOff  int64        // basis offset of the current copy
-	copyLeft int64        // bytes left in the current copy
-	draining bool         // the writer is done: skip, do not check
-	sum      [16]byte     // scratch for the sum tag
+	delta    *delta.Signature // nil for a whole item
+	basis    io.ReaderAt      // the basis of a delta item
+	hash     *xxh3.Hasher     // of the bytes served: a delta item, or --verify; the item ends with a sum tag
+	copyOff  int64            // basis offset of the current copy
+	copyLeft int64            // bytes left in the current copy
+	draining bool             // the writer is done: skip, do not check
+	sum      [16]byte         // scratch for the sum tag
 }
 
 // nextTag consumes one tag (and a chunk's length) and updates the state.

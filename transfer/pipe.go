@@ -4,13 +4,15 @@ import (
 	"context"
 	"io"
 	"sync"
+
+	"github.com/restoresync/restoresync/transport"
 )
 
 // PipeStream returns a Stream connected to Serve running in a goroutine of
 // this process with cfg: the in-process server used for local restores'
 // tests and for benchmarks of the pipeline without SSH. Closing the stream
 // stops the server.
-func PipeStream(ctx context.Context, cfg ServerConfig) Stream {
+func PipeStream(ctx context.Context, cfg ServerConfig) transport.Stream {
 	cr, sw := io.Pipe() // server → client
 	sr, cw := io.Pipe() // client → server
 	p := &pipeStream{r: cr, w: cw, done: make(chan struct{})}
@@ -62,6 +64,6 @@ type PipeDialer struct {
 
 // Dial returns a new in-process stream; it never fails. ctx bounds only the
 // dial, as for the SSH dialers: the stream lives until it is closed.
-func (d PipeDialer) Dial(ctx context.Context) (Stream, error) {
+func (d PipeDialer) Dial(ctx context.Context) (transport.Stream, error) {
 	return PipeStream(context.WithoutCancel(ctx), d.Config), nil
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/restoresync/restoresync/delta"
+	"github.com/restoresync/restoresync/transport"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -130,7 +132,7 @@ func readHandshake(r *bufio.Reader, v any) error {
 			// Keep the stream's error (ErrConnect from ssh, the remote
 			// command's exit status) for the exit code and the message;
 			// a connection that failed is not a protocol error.
-			if errors.Is(err, ErrConnect) {
+			if errors.Is(err, transport.ErrConnect) {
 				return err
 			}
 			return fmt.Errorf("%w: no handshake: %w", ErrProtocol, err)
@@ -210,7 +212,7 @@ type Item struct {
 	// receiver's current copy of the file (the basis), which it describes:
 	// the sender needs its sums, the receiver only its sizes. For a split
 	// item it covers the basis blocks around the item's range.
-	Delta *Signature
+	Delta *delta.Signature
 }
 
 // encoder writes message fields into a frame writer. Errors are sticky in

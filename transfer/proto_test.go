@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/restoresync/restoresync/transport"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -644,7 +645,7 @@ func TestSendItemDataChunkSize(t *testing.T) {
 // reports. What serve writes is buffered and sent when it returns, like a
 // real peer's output sits in pipe and channel buffers, so that a peer that
 // talks before it listens does not deadlock with the client.
-func fakePeer(t *testing.T, stderr string, serve func(in *bufio.Reader, out io.Writer)) Stream {
+func fakePeer(t *testing.T, stderr string, serve func(in *bufio.Reader, out io.Writer)) transport.Stream {
 	cr, sw := io.Pipe()
 	sr, cw := io.Pipe()
 	go func() {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gokrazy/rsync/rsyncd"
+
+	"github.com/restoresync/restoresync/transport"
 )
 
 // RoleRsyncSender is the role of the agent in a "--method rsync" pull: after
@@ -81,7 +83,7 @@ func runSystemRsyncSender(ctx context.Context, bin string, s *server, in io.Read
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.ExtraFiles = []*os.File{s.src.dir}
 	cmd.Stdout = out
-	stderr := new(tailBuffer)
+	stderr := new(transport.TailBuffer)
 	cmd.Stderr = stderr
 	cmd.WaitDelay = rsyncWaitDelay
 	stdin, err := cmd.StdinPipe()
@@ -99,7 +101,7 @@ func runSystemRsyncSender(ctx context.Context, bin string, s *server, in io.Read
 	}()
 	err = cmd.Wait()
 	if err != nil && !errors.Is(err, exec.ErrWaitDelay) {
-		return fmt.Errorf("rsync sender %s: %w%s", bin, err, stderrSuffix(stderr.String()))
+		return fmt.Errorf("rsync sender %s: %w%s", bin, err, transport.StderrSuffix(stderr.String()))
 	}
 	return nil
 }

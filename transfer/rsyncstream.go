@@ -7,6 +7,8 @@ import (
 	"io"
 	"sync/atomic"
 	"time"
+
+	"github.com/restoresync/restoresync/transport"
 )
 
 // RsyncStream is a Stream that carries the rsync protocol (raw bytes, no
@@ -17,15 +19,15 @@ import (
 // one reader and one writer at a time; WireBytes and Close are safe from any
 // goroutine. SetIdleTimeout gives it rsync's --timeout.
 type RsyncStream struct {
-	s          Stream
+	s          transport.Stream
 	r          io.Reader // the reader that buffered past the handshake; nil: read s
 	sent, recv atomic.Int64
-	waiting    atomic.Int32 // Read and Write calls in progress
-	idle       *idleWatch   // nil: no idle timeout
+	waiting    atomic.Int32         // Read and Write calls in progress
+	idle       *transport.IdleWatch // nil: no idle timeout
 }
 
 // NewRsyncStream wraps s, which already carries the rsync protocol.
-func NewRsyncStream(s Stream) *RsyncStream { return &RsyncStream{s: s} }
+func NewRsyncStream(s transport.Stream) *RsyncStream { return &RsyncStream{s: s} }
 
 // DialRsyncSender opens a stream to the agent with role RoleRsyncSender:
 // h.Role is set here, h.Path and h.RsyncArgs must be set (RsyncArgs pass
@@ -35,7 +37,7 @@ func NewRsyncStream(s Stream) *RsyncStream { return &RsyncStream{s: s} }
 // Handshake: ErrConnect, ErrTimeout, ErrProtocol (not an agent, another
 // protocol version, a refused option), *RemoteError (the agent refused the
 // path), or ctx's error.
-func DialRsyncSender(ctx context.Context, d Dialer, h Hello, t Timeouts) (*RsyncStream, error) {
+func DialRsyncSender(ctx context.Context, d transport.Dialer, h Hello, t Timeouts) (*RsyncStream, error) {
 	if err := CheckRsyncArgs(h.RsyncArgs); err != nil {
 		return nil, err
 	}
@@ -48,7 +50,7 @@ func DialRsyncSender(ctx context.Context, d Dialer, h Hello, t Timeouts) (*Rsync
 	defer cancel()
 	s, err := d.Dial(sctx)
 	if err != nil {
-		return nil, expired(err, dialAwaiting(err))
+		return nil, expired(err, transport.DialAwaiting(err))
 	}
 	rs := &RsyncStream{s: s}
 	stop := context.AfterFunc(sctx, func() { s.Close() })
@@ -59,7 +61,7 @@ func DialRsyncSender(ctx context.Context, d Dialer, h Hello, t Timeouts) (*Rsync
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, withStderr(s, expired(err, handshakeAwaiting(s)))
+		return nil, transport.WithStderr(s, expired(err, transport.HandshakeAwaiting(s)))
 	}
 	if err := writeHandshake(countingWriterFunc(s, &rs.sent), h); err != nil {
 		return fail(fmt.Errorf("handshake: %w", err))
@@ -102,7 +104,7 @@ func (r *RsyncStream) SetIdleTimeout(d time.Duration, local func() int64) {
 	if d <= 0 || r.idle != nil {
 		return
 	}
-	r.idle = startIdleWatch(d,
+	r.idle = transport.StartIdleWatch(d,
 		func() int64 {
 			n := r.sent.Load() + r.recv.Load()
 			if local != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/restoresync/restoresync/transport"
 )
 
 // Timeouts bound a stream's life: its setup and its silences.
@@ -26,59 +28,40 @@ type Timeouts struct {
 // that must be able to tear it down without a goodbye.
 //
 // When the setup takes longer than t.Connect, the stream is torn down (an
-// -e program is killed) and the error wraps ErrConnect (exit 255, as ssh's
+// -e program is killed) and the error wraps transport.ErrConnect (exit 255, as ssh's
 // ConnectTimeout); when t.Idle is shorter and expires first, the error
-// wraps ErrTimeout (exit 30). Either error names the option and says what
+// wraps transport.ErrTimeout (exit 30). Either error names the option and says what
 // did not answer: the TCP connection, the SSH server's handshake, the
 // remote agent, or, with -e, the program (whose stderr is added). Other
 // errors are Dial's and Handshake's; ctx ending first gives its error. An
 // expired setup is reported by those marks, not as
 // context.DeadlineExceeded. On error the stream is closed. Safe for
 // concurrent use (each call opens its own stream).
-func Open(ctx context.Context, d Dialer, h Hello, t Timeouts) (Stream, *Conn, error) {
+func Open(ctx context.Context, d transport.Dialer, h Hello, t Timeouts) (transport.Stream, *Conn, error) {
 	sctx, cancel, expired := setupContext(ctx, t)
 	defer cancel()
 	s, err := d.Dial(sctx)
 	if err != nil {
-		return nil, nil, expired(err, dialAwaiting(err))
+		return nil, nil, expired(err, transport.DialAwaiting(err))
 	}
 	c, err := Handshake(sctx, s, h)
 	if err != nil {
 		s.Close() // waits for an -e program to end, so that its stderr is complete
-		return nil, nil, withStderr(s, expired(err, handshakeAwaiting(s)))
+		return nil, nil, transport.WithStderr(s, expired(err, transport.HandshakeAwaiting(s)))
 	}
 	c.SetIdleTimeout(t.Idle)
 	return s, c, nil
 }
 
-// dialAwaiting says, for a Dial error, what a setup that timed out was
-// waiting for.
-func dialAwaiting(err error) string {
-	var te *setupTimeoutError
-	if errors.As(err, &te) {
-		return te.what
-	}
-	return "the connection was not established"
-}
-
-// handshakeAwaiting says what a setup that timed out after Dial on s was
-// waiting for.
-func handshakeAwaiting(s Stream) string {
-	if w, ok := s.(setupWaiter); ok {
-		return w.awaiting()
-	}
-	return "the remote agent did not answer our protocol handshake"
-}
-
 // setupContext bounds one stream's setup by t (see Open): the context to
 // dial and handshake with, its cancel, and expired, which turns a setup
-// error into the ErrConnect or ErrTimeout one, naming what (a clause
+// error into the transport.ErrConnect or transport.ErrTimeout one, naming what (a clause
 // saying what did not answer), once the limit has passed (other errors,
 // and any error once ctx ended, are returned as they are).
 func setupContext(ctx context.Context, t Timeouts) (context.Context, context.CancelFunc, func(err error, what string) error) {
 	limit, byIdle := t.Connect, false
 	if limit <= 0 {
-		limit = defaultSSHTimeout
+		limit = transport.DefaultConnectTimeout
 	}
 	if t.Idle > 0 && t.Idle < limit {
 		limit, byIdle = t.Idle, true
@@ -94,18 +77,10 @@ func setupContext(ctx context.Context, t Timeouts) (context.Context, context.Can
 		took := time.Since(start).Round(time.Second / 10)
 		if byIdle {
 			return fmt.Errorf("%w: connection setup: no answer %v after it began (--timeout %v): %s",
-				ErrTimeout, took, t.Idle, what)
+				transport.ErrTimeout, took, t.Idle, what)
 		}
 		return fmt.Errorf("%w: connection setup timed out after %v (--contimeout %v): %s",
-			ErrConnect, took, limit, what)
+			transport.ErrConnect, took, limit, what)
 	}
 	return sctx, cancel, expired
-}
-
-// setupWaiter is a Stream that can say what a connection setup that timed
-// out after Dial was waiting for.
-type setupWaiter interface {
-	// awaiting says what did not answer, as a clause: "the remote agent
-	// did not answer ...".
-	awaiting() string
 }

@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/restoresync/restoresync/internal/testsshd"
+	"github.com/restoresync/restoresync/transport"
 )
 
 // hangAgent writes a stand-in for the agent that starts and never reads
@@ -30,7 +32,7 @@ func hangAgent(t *testing.T) string {
 func TestSSHStalledAgent(t *testing.T) {
 	t.Parallel()
 	srv := testsshd.Start(t)
-	d, err := NewSSHDialer(Location{Host: "testhost"}, SSHOptions{ConfigFile: srv.Config(t), RemotePath: hangAgent(t)})
+	d, err := transport.NewSSHDialer(transport.Location{Host: "testhost"}, transport.SSHOptions{ConfigFile: srv.Config(t), RemotePath: hangAgent(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +67,8 @@ func TestSSHStalledAgent(t *testing.T) {
 		want error
 		msg  string
 	}{
-		{"contimeout", Timeouts{Connect: 2 * time.Second}, ErrConnect, "--contimeout 2s"},
-		{"timeout", Timeouts{Connect: time.Minute, Idle: 2 * time.Second}, ErrTimeout, "--timeout 2s"},
+		{"contimeout", Timeouts{Connect: 2 * time.Second}, transport.ErrConnect, "--contimeout 2s"},
+		{"timeout", Timeouts{Connect: time.Minute, Idle: 2 * time.Second}, transport.ErrTimeout, "--timeout 2s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -100,14 +102,14 @@ func TestRshSetupTimeout(t *testing.T) {
 	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewRshDialer(Location{Host: "backup", Path: "/"}, SSHOptions{Rsh: prog})
+	d, err := transport.NewRshDialer(transport.Location{Host: "backup", Path: "/"}, transport.SSHOptions{Rsh: prog})
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	_, _, err = Open(t.Context(), d, Hello{Role: RoleSender, Path: "/", Compression: "none"}, Timeouts{Connect: time.Second})
 	took := time.Since(start)
-	if !errors.Is(err, ErrConnect) || !strings.Contains(err.Error(), "--contimeout 1s") || !strings.Contains(err.Error(), "connecting") {
+	if !errors.Is(err, transport.ErrConnect) || !strings.Contains(err.Error(), "--contimeout 1s") || !strings.Contains(err.Error(), "connecting") {
 		t.Fatalf("after %v: %v; want ErrConnect naming --contimeout and the stderr", took, err)
 	}
 	// It cannot know whether the connection or the agent is silent, and
@@ -145,18 +147,53 @@ func TestOpenSetupTimeoutSaysWhat(t *testing.T) {
 				t.Fatal(err)
 			}
 			const limit = 500 * time.Millisecond
-			d, err := NewSSHDialer(Location{User: "u", Host: "127.0.0.1", Port: addr.Port, Path: "/"},
-				SSHOptions{ConfigFile: "none", KnownHosts: []string{"none"}, Timeout: limit})
+			d, err := transport.NewSSHDialer(transport.Location{User: "u", Host: "127.0.0.1", Port: addr.Port, Path: "/"},
+				transport.SSHOptions{ConfigFile: "none", KnownHosts: []string{"none"}, Timeout: limit})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i := range 6 {
 				_, _, err := Open(t.Context(), d, Hello{Role: RoleSender, Path: "/", Compression: "none"}, Timeouts{Connect: limit})
-				if !errors.Is(err, ErrConnect) || !strings.Contains(err.Error(), "(--contimeout 500ms)") || !strings.Contains(err.Error(), tc.want) ||
+				if !errors.Is(err, transport.ErrConnect) || !strings.Contains(err.Error(), "(--contimeout 500ms)") || !strings.Contains(err.Error(), tc.want) ||
 					strings.Contains(err.Error(), "i/o timeout") || strings.Contains(err.Error(), "agent") {
 					t.Fatalf("run %d: %v; want ErrConnect naming --contimeout and %q", i, err, tc.want)
 				}
 			}
 		})
 	}
+}
+
+// dialT dials one stream with d within 10 s, closed when the test ends.
+func dialT(t *testing.T, d transport.Dialer) transport.Stream {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	s, err := d.Dial(ctx)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// silentServer accepts TCP connections, writes banner on each, and then
+// says nothing more. It returns the listening address (host:port).
+func silentServer(t *testing.T, banner string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte(banner))
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	return ln.Addr().String()
 }

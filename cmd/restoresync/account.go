@@ -8,7 +8,7 @@ import (
 	"syscall"
 
 	"github.com/restoresync/restoresync/restore"
-	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 )
 
 // applyAccount resolves --account NAME on this host before anything is
@@ -22,7 +22,7 @@ func (o *restoreOptions) applyAccount(r *restore.Options) error {
 	if name == "" {
 		return nil
 	}
-	dst, err := transfer.ParseLocation(r.Dst)
+	dst, err := transport.ParseLocation(r.Dst)
 	if err != nil {
 		return nil // restore.Run says what is wrong with DST
 	}

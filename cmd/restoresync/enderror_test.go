@@ -9,6 +9,7 @@ import (
 
 	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 )
 
 // How a restore's error is said (stderr, --json, the post-hook's report):
@@ -16,8 +17,8 @@ import (
 // counted yet (the rsync method counts at the end, a raw run may be cut
 // short inside its first big file); an interrupt is said as such.
 func TestRestoreEndError(t *testing.T) {
-	died := fmt.Errorf("%w: %w: ssh exited with signal KILL", transfer.ErrProtocol, transfer.ErrRemoteExited)
-	noAgent := fmt.Errorf("%w: dial: connection refused", transfer.ErrConnect)
+	died := fmt.Errorf("%w: %w: ssh exited with signal KILL", transfer.ErrProtocol, transport.ErrRemoteExited)
+	noAgent := fmt.Errorf("%w: dial: connection refused", transport.ErrConnect)
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, tc := range []struct {

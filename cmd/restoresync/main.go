@@ -18,6 +18,7 @@ import (
 
 	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -117,11 +118,11 @@ func exitCode(ctx context.Context, err error) int {
 		return exitUsage
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		return exitSignal
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, transfer.ErrTimeout):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, transport.ErrTimeout):
 		return exitTimeout
-	case errors.Is(err, transfer.ErrConnect):
+	case errors.Is(err, transport.ErrConnect):
 		return exitSSH
-	case errors.Is(err, transfer.ErrProtocol), errors.Is(err, transfer.ErrRemoteExited),
+	case errors.Is(err, transfer.ErrProtocol), errors.Is(err, transport.ErrRemoteExited),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return exitProtocol
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 )
 
 // restoreOptions are the restore command's flags.
@@ -224,7 +225,7 @@ func restoreEndError(ctx context.Context, rep *restore.Report, err error) error 
 		return &exitError{exitSignal, errors.New(interruptedMessage)}
 	}
 	placed := rep.Bytes+int64(rep.Skipped) > 0
-	if (c == exitProtocol || c == exitSSH || c == exitTimeout) && (placed || errors.Is(err, transfer.ErrRemoteExited)) {
+	if (c == exitProtocol || c == exitSSH || c == exitTimeout) && (placed || errors.Is(err, transport.ErrRemoteExited)) {
 		hint := "rerun the same command to complete the restore"
 		if placed {
 			hint = "files already restored are in place; " + hint

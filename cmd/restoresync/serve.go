@@ -10,6 +10,7 @@ import (
 
 	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 )
 
 type serveOptions struct {
@@ -70,11 +71,11 @@ func runServe(ctx context.Context, cmd *cobra.Command, o *serveOptions) error {
 		}
 		cfg.ReadOnly = true
 		errOut := cmd.ErrOrStderr()
-		return transfer.ListenAndServe(ctx, transfer.ListenConfig{
+		return transport.ListenAndServe(ctx, transport.ListenConfig{
 			Addr:               o.listen,
 			HostKeyFile:        o.hostKey,
 			AuthorizedKeysFile: o.authorizedKeys,
-			Handler: func(ctx context.Context, s transfer.ServerSession) error {
+			Handler: func(ctx context.Context, s transport.ServerSession) error {
 				return transfer.Serve(ctx, s.Stdin, s.Stdout, cfg)
 			},
 			Ready: func(addr net.Addr) {

@@ -1,4 +1,4 @@
-package transfer
+package transport
 
 import (
 	"context"
@@ -88,7 +88,7 @@ func (d *rshDialer) Dial(ctx context.Context) (Stream, error) {
 		return nil, fmt.Errorf("%s: %w", d.display, err)
 	}
 	cmd := exec.Command(d.program, d.args...)
-	s := &rshStream{display: d.display, cmd: cmd, stderr: new(tailBuffer)}
+	s := &rshStream{display: d.display, cmd: cmd, stderr: new(TailBuffer)}
 	var err error
 	if s.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, fmt.Errorf("%s: %w", d.display, err)
@@ -110,7 +110,7 @@ type rshStream struct {
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	stdout  io.ReadCloser
-	stderr  *tailBuffer
+	stderr  *TailBuffer
 
 	readErr   error       // terminal read error; reader goroutine only
 	gotOutput atomic.Bool // some stdout arrived: the remote command ran
@@ -165,15 +165,15 @@ func (s *rshStream) endError() error {
 		// command ended mid-transfer, as the built-in client reports an
 		// agent's death.
 		return fmt.Errorf("%w: %s exited with status 255 after some output: the SSH connection or the remote command ended mid-transfer (ssh exits 255 for both, and when the remote command is killed by a signal)%s",
-			ErrRemoteExited, s.display, stderrSuffix(s.Stderr()))
+			ErrRemoteExited, s.display, StderrSuffix(s.Stderr()))
 	case errors.As(err, &ee) && ee.ExitCode() == 255:
 		kind := ErrConnect
 		if strings.Contains(s.Stderr(), "Host key verification failed") {
 			kind = ErrHostKey // OpenSSH's words for an unknown or changed key
 		}
-		return fmt.Errorf("%w: %s exited with status 255 before any output%s", kind, s.display, stderrSuffix(s.Stderr()))
+		return fmt.Errorf("%w: %s exited with status 255 before any output%s", kind, s.display, StderrSuffix(s.Stderr()))
 	case errors.As(err, &ee):
-		return fmt.Errorf("%w: %s: remote command failed: %s%s", ErrRemoteExited, s.display, ee.ProcessState, stderrSuffix(s.Stderr()))
+		return fmt.Errorf("%w: %s: remote command failed: %s%s", ErrRemoteExited, s.display, ee.ProcessState, StderrSuffix(s.Stderr()))
 	default:
 		return fmt.Errorf("%s: %w", s.display, err)
 	}
@@ -212,7 +212,7 @@ func (s *rshStream) exitedError() error {
 	}
 	err := s.endError()
 	if err == io.EOF {
-		err = fmt.Errorf("%w: %s exited with status 0 before reading all that was sent%s", ErrRemoteExited, s.display, stderrSuffix(s.Stderr()))
+		err = fmt.Errorf("%w: %s exited with status 0 before reading all that was sent%s", ErrRemoteExited, s.display, StderrSuffix(s.Stderr()))
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package transfer
+package transport
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 // concurrently (Write may be).
 func FirstByteTimeout(s Stream, connect time.Duration) Stream {
 	if connect <= 0 {
-		connect = defaultSSHTimeout
+		connect = DefaultConnectTimeout
 	}
 	fs := &firstByteStream{Stream: s, limit: connect, start: time.Now()}
 	fs.timer = time.AfterFunc(connect, func() {
@@ -52,7 +52,7 @@ func (s *firstByteStream) Read(p []byte) (int, error) {
 	}
 	s.mu.Unlock()
 	if err != nil && first && expired {
-		err = withStderr(s.Stream, fmt.Errorf("%w: connection setup timed out after %v (--contimeout %v): %s",
+		err = WithStderr(s.Stream, fmt.Errorf("%w: connection setup timed out after %v (--contimeout %v): %s",
 			ErrConnect, time.Since(s.start).Round(time.Second/10), s.limit, commandAwaiting(s.Stream)))
 	}
 	return n, err

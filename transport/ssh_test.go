@@ -1,4 +1,4 @@
-package transfer
+package transport
 
 import (
 	"bytes"
@@ -478,7 +478,7 @@ func TestShellQuote(t *testing.T) {
 
 func TestTailBuffer(t *testing.T) {
 	t.Parallel()
-	var tb tailBuffer
+	var tb TailBuffer
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {

@@ -1,25 +1,19 @@
-package transfer
+package transport
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// ErrTimeout marks a stream on which no data moved, in either direction,
-// for the idle timeout while the client was waiting for its peer: rsync's
-// --timeout, whose message ("timeout in data send/receive") it keeps.
-// Callers map it to exit code 30, as rsync does. Check with errors.Is.
-var ErrTimeout = errors.New("timeout in data send/receive")
-
-// idleWatch closes a stream on which no byte has moved for timeout while
+// IdleWatch closes a stream on which no byte has moved for timeout while
 // armed reports that the client waits on the peer (a request is
-// outstanding). It checks four times per timeout, so it fires between
+// outstanding): rsync's --timeout, for Conn's requests, an RsyncStream's
+// calls and IdleTimeoutStream. It checks four times per timeout, so it fires between
 // timeout and 1.5 timeout after the last byte moved or the request was
 // made (later when its goroutine is starved, never earlier).
-type idleWatch struct {
+type IdleWatch struct {
 	timeout  time.Duration
 	moved    func() int64 // bytes moved so far, both directions
 	armed    func() bool
@@ -29,15 +23,18 @@ type idleWatch struct {
 	err      atomic.Pointer[error]
 }
 
-// startIdleWatch starts a watch; Stop ends it. moved, armed and fire are
-// called from the watch's goroutine.
-func startIdleWatch(timeout time.Duration, moved func() int64, armed func() bool, fire func()) *idleWatch {
-	w := &idleWatch{timeout: timeout, moved: moved, armed: armed, fire: fire, stop: make(chan struct{})}
+// StartIdleWatch starts a watch of timeout; Stop ends it. moved returns the
+// bytes moved so far in both directions, armed whether the client now waits
+// on its peer, and fire closes the stream; all three are called from the
+// watch's goroutine, so they must be safe for that. Once it fired, Err
+// returns an error wrapping ErrTimeout.
+func StartIdleWatch(timeout time.Duration, moved func() int64, armed func() bool, fire func()) *IdleWatch {
+	w := &IdleWatch{timeout: timeout, moved: moved, armed: armed, fire: fire, stop: make(chan struct{})}
 	go w.run()
 	return w
 }
 
-func (w *idleWatch) run() {
+func (w *IdleWatch) run() {
 	tick := time.NewTicker(max(w.timeout/4, time.Millisecond))
 	defer tick.Stop()
 	// The clock starts when a tick first sees the watch armed, or sees bytes
@@ -66,8 +63,9 @@ func (w *idleWatch) run() {
 	}
 }
 
-// Err returns the timeout error once the watch has fired, else nil.
-func (w *idleWatch) Err() error {
+// Err returns the timeout error once the watch has fired, else nil; safe
+// from any goroutine, and on nil.
+func (w *IdleWatch) Err() error {
 	if w == nil {
 		return nil
 	}
@@ -78,32 +76,10 @@ func (w *idleWatch) Err() error {
 }
 
 // Stop ends the watch; safe to call more than once, and on nil.
-func (w *idleWatch) Stop() {
+func (w *IdleWatch) Stop() {
 	if w != nil {
 		w.stopOnce.Do(func() { close(w.stop) })
 	}
-}
-
-// SetIdleTimeout makes the Conn fail with an error wrapping ErrTimeout when
-// no data moves on its stream for d while a request is outstanding (the
-// stream is then closed under it). d <= 0 means no timeout. Call it once,
-// right after Handshake, before any request.
-func (c *Conn) SetIdleTimeout(d time.Duration) {
-	if d <= 0 || c.idle != nil {
-		return
-	}
-	c.idle = startIdleWatch(d,
-		func() int64 { s, r := c.WireBytes(); return s + r },
-		func() bool { return c.pending.Load() > 0 },
-		func() { c.s.Close() })
-}
-
-// Abort tears the stream down at once, without a goodbye: blocked calls on
-// the Conn return errors. Safe to call from any goroutine, more than once;
-// Close may still be called afterwards.
-func (c *Conn) Abort() {
-	c.idle.Stop()
-	c.s.Close()
 }
 
 // IdleTimeoutStream wraps s so that, when no byte has moved through it for
@@ -116,14 +92,14 @@ func IdleTimeoutStream(s Stream, d time.Duration) Stream {
 		return s
 	}
 	is := &idleStream{Stream: s}
-	is.w = startIdleWatch(d, is.n.Load, func() bool { return true }, func() { s.Close() })
+	is.w = StartIdleWatch(d, is.n.Load, func() bool { return true }, func() { s.Close() })
 	return is
 }
 
 type idleStream struct {
 	Stream
 	n atomic.Int64
-	w *idleWatch
+	w *IdleWatch
 }
 
 func (s *idleStream) Read(p []byte) (int, error) {

@@ -1,4 +1,4 @@
-package transfer
+package transport
 
 import (
 	"context"
@@ -77,3 +77,8 @@ type CommandDialer interface {
 // beyond a conservative set of safe bytes; a leading "~/" stays unquoted so
 // the remote shell still expands it.
 func ShellQuote(s string) string { return shellQuote(s) }
+
+// DefaultConnectTimeout is the connection setup bound when none is given
+// (SSHOptions.Timeout, --contimeout 0): long enough for a slow link and a
+// loaded server, short enough not to hang a run.
+const DefaultConnectTimeout = 30 * time.Second

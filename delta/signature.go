@@ -1,8 +1,6 @@
-package transfer
+package delta
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 
@@ -28,22 +26,9 @@ const (
 	// MaxSigBlocks bounds the blocks of one basis file (12 MiB of sums in
 	// memory at most); a larger file is sent whole.
 	MaxSigBlocks = 1 << 20
-	// maxStrongBytes is the most of each block's 64-bit strong hash kept.
-	maxStrongBytes = 8
+	// MaxStrongBytes is the most of each block's 64-bit strong hash kept.
+	MaxStrongBytes = 8
 )
-
-// ErrDeltaFailed is an item error: a delta could not be applied (the
-// rebuilt data does not match the sender's hash, or the basis changed or
-// cannot be opened). Nothing is put in place; the caller sends the item
-// again whole.
-var ErrDeltaFailed = errors.New("delta transfer failed")
-
-// ErrSplitGone is the item error of a block of a split file whose
-// temporary file is no longer there: another block of the file failed
-// first (its error is the one that says why), or the destination was
-// changed during the restore. Receivers wrap it; the protocol carries it
-// across (RemoteError.Kind), so that a report can prefer the first cause.
-var ErrSplitGone = errors.New("temporary file is gone (another block of the file failed, or the destination was changed)")
 
 // Signature describes the receiver's current copy of a file (the basis) for
 // a delta: the weak rolling checksum and the strong hash of each block. A
@@ -138,7 +123,7 @@ func signatureStrongBytes(size int64, blockSize int) int {
 		b--
 	}
 	n := (b + 1 - 32 + 7) / 8
-	return min(max(n, 2), maxStrongBytes)
+	return min(max(n, 2), MaxStrongBytes)
 }
 
 // WeakSum returns rsync's weak checksum of block (the rolling checksum of
@@ -208,97 +193,4 @@ func ComputeSignature(r io.Reader, size int64, buf []byte) (*Signature, error) {
 		sig.Strong[i] = StrongSum(b, sig.StrongBytes)
 	}
 	return sig, nil
-}
-
-// Wire form of a signature in an item: a mode byte, then for sigHeader and
-// sigFull the block size, file size and, for sigFull, the strong size, the
-// first block, the count of blocks and each block's 4-byte weak sum and
-// StrongBytes of strong hash, little-endian.
-const (
-	sigNone   byte = 0 // no delta: the item travels whole
-	sigFull   byte = 1 // the sender's copy, with the sums
-	sigHeader byte = 2 // the receiver's copy: sizes only
-)
-
-func (e *encoder) signature(s *Signature, full bool) {
-	if s == nil {
-		e.byte(sigNone)
-		return
-	}
-	if !full {
-		e.byte(sigHeader)
-		e.uvarint(uint64(s.BlockSizeBytes))
-		e.varint(s.FileSizeBytes)
-		return
-	}
-	e.byte(sigFull)
-	e.uvarint(uint64(s.BlockSizeBytes))
-	e.varint(s.FileSizeBytes)
-	e.byte(byte(s.StrongBytes))
-	e.uvarint(uint64(s.First))
-	e.uvarint(uint64(len(s.Weak)))
-	var b [4 + maxStrongBytes]byte
-	for i := range s.Weak {
-		binary.LittleEndian.PutUint32(b[:4], s.Weak[i])
-		binary.LittleEndian.PutUint64(b[4:], s.Strong[i])
-		e.fw.Write(b[:4+s.StrongBytes])
-	}
-}
-
-// signature decodes and validates an item's signature (nil for sigNone).
-// Its memory grows only as the sums arrive.
-func (d *decoder) signature() (*Signature, error) {
-	mode, err := d.byte()
-	if err != nil {
-		return nil, unexpected(err)
-	}
-	if mode == sigNone {
-		return nil, nil
-	}
-	if mode != sigFull && mode != sigHeader {
-		return nil, fmt.Errorf("%w: signature mode %d", ErrProtocol, mode)
-	}
-	bs, err := d.uvarint()
-	if err != nil {
-		return nil, err
-	}
-	size, err := d.varint()
-	if err != nil {
-		return nil, err
-	}
-	if bs < MinSigBlockBytes || bs > MaxSigBlockBytes || size < 1 || (size+int64(bs)-1)/int64(bs) > MaxSigBlocks {
-		return nil, fmt.Errorf("%w: signature of %d-byte blocks for a %d-byte file", ErrProtocol, bs, size)
-	}
-	s := &Signature{BlockSizeBytes: int(bs), FileSizeBytes: size}
-	if mode == sigHeader {
-		return s, nil
-	}
-	sb, err := d.byte()
-	if err != nil {
-		return nil, unexpected(err)
-	}
-	first, err := d.uvarint()
-	if err != nil {
-		return nil, err
-	}
-	n, err := d.uvarint()
-	if err != nil {
-		return nil, err
-	}
-	if sb < 1 || sb > maxStrongBytes || first > uint64(s.Blocks()) || n > uint64(s.Blocks())-first {
-		return nil, fmt.Errorf("%w: signature of blocks %d+%d (%d-byte sums) of %d", ErrProtocol, first, n, sb, s.Blocks())
-	}
-	s.StrongBytes, s.First = int(sb), int(first)
-	s.Weak = make([]uint32, 0, min(n, 1<<12)) // grows as the sums prove the count
-	s.Strong = make([]uint64, 0, min(n, 1<<12))
-	var b [4 + maxStrongBytes]byte
-	for range n {
-		if _, err := io.ReadFull(d.fr, b[:4+sb]); err != nil {
-			return nil, unexpected(err)
-		}
-		clear(b[4+sb:])
-		s.Weak = append(s.Weak, binary.LittleEndian.Uint32(b[:4]))
-		s.Strong = append(s.Strong, binary.LittleEndian.Uint64(b[4:]))
-	}
-	return s, nil
 }

@@ -1,4 +1,4 @@
-package transfer
+package transport
 
 import (
 	"context"
@@ -14,25 +14,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
-
-// ErrConnect marks errors reaching or authenticating to a remote host:
-// TCP dial, SSH handshake, authentication, host key checks, a lost
-// connection, a connection setup that timed out, and an -e program exiting
-// with status 255 before any output (after some, the remote side ended
-// early: ErrRemoteExited). Callers map it to
-// exit code 255, as rsync does. Check with errors.Is.
-var ErrConnect = errors.New("ssh connection failed")
-
-// ErrHostKey marks host key verification failures: an unknown host, a
-// changed or revoked key. It wraps ErrConnect, so errors.Is(err, ErrConnect)
-// holds for it too. The error itself is usually a *HostKeyError.
-var ErrHostKey = fmt.Errorf("%w: host key verification failed", ErrConnect)
 
 // sshCiphers is the cipher preference of both the client and the built-in
 // server: AES-GCM is fastest with AES-NI, ChaCha20 on CPUs without it, and
@@ -46,9 +32,6 @@ var sshCiphers = []string{
 }
 
 const (
-	// defaultSSHTimeout bounds dial plus handshake: long enough for a slow
-	// link and a loaded server, short enough not to hang a run.
-	defaultSSHTimeout = 30 * time.Second
 	// defaultKeepalive matches common ServerAliveInterval settings and stays
 	// below typical NAT idle timeouts.
 	defaultKeepalive = 15 * time.Second
@@ -208,7 +191,7 @@ func NewSSHDialer(loc Location, o SSHOptions) (Dialer, error) {
 		keepalive: o.Keepalive,
 	}
 	if d.timeout <= 0 {
-		d.timeout = defaultSSHTimeout
+		d.timeout = DefaultConnectTimeout
 	}
 	if d.keepalive == 0 {
 		d.keepalive = cmpOr(hc.aliveInterval, defaultKeepalive) // negative: off
@@ -459,7 +442,7 @@ func (d *sshDialer) setup(st *dialStep, deadline time.Time) (*sshStream, error) 
 		command: d.command,
 		client:  client,
 		done:    make(chan struct{}),
-		stderr:  new(tailBuffer),
+		stderr:  new(TailBuffer),
 	}
 	fail := func(what string, err error) (*sshStream, error) {
 		client.Close()
@@ -565,7 +548,7 @@ type sshStream struct {
 	session *ssh.Session
 	stdin   io.WriteCloser
 	stdout  io.Reader
-	stderr  *tailBuffer
+	stderr  *TailBuffer
 
 	readErr error // terminal read error; reader goroutine only
 
@@ -615,9 +598,9 @@ func (s *sshStream) endError() error {
 		if ee.Signal() != "" {
 			how = "signal " + ee.Signal()
 		}
-		return fmt.Errorf("%w: %s: remote command %q exited with %s%s", ErrRemoteExited, s.display, s.command, how, stderrSuffix(s.Stderr()))
+		return fmt.Errorf("%w: %s: remote command %q exited with %s%s", ErrRemoteExited, s.display, s.command, how, StderrSuffix(s.Stderr()))
 	case errors.As(s.waitErr, &me):
-		return fmt.Errorf("%w: %s: connection closed before the remote command exited%s", ErrConnect, s.display, stderrSuffix(s.Stderr()))
+		return fmt.Errorf("%w: %s: connection closed before the remote command exited%s", ErrConnect, s.display, StderrSuffix(s.Stderr()))
 	default:
 		return fmt.Errorf("%s: remote command %q: %w", s.display, s.command, s.waitErr)
 	}
@@ -675,7 +658,7 @@ func (s *sshStream) exitedError() error {
 	}
 	err := s.endError()
 	if err == io.EOF {
-		err = fmt.Errorf("%w: %s: remote command %q exited with status 0 before reading all that was sent%s", ErrRemoteExited, s.display, s.command, stderrSuffix(s.Stderr()))
+		err = fmt.Errorf("%w: %s: remote command %q exited with status 0 before reading all that was sent%s", ErrRemoteExited, s.display, s.command, StderrSuffix(s.Stderr()))
 	}
 	return err
 }
@@ -753,50 +736,6 @@ func (s *sshStream) keepaliveLoop(interval time.Duration, maxMissed int) {
 			}
 		}()
 	}
-}
-
-// stderrSuffix formats a peer's stderr tail for an error message.
-func stderrSuffix(stderr string) string {
-	stderr = strings.TrimSpace(stderr)
-	if stderr == "" {
-		return ""
-	}
-	return ": remote stderr: " + stderr
-}
-
-// tailBuffer keeps the last stderrTailBytes written to it. It is safe for
-// concurrent use.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-// Write appends p, dropping the oldest bytes beyond the limit; it never
-// fails.
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := len(p)
-	if len(p) >= stderrTailBytes {
-		t.buf = append(t.buf[:0], p[len(p)-stderrTailBytes:]...)
-		return n, nil
-	}
-	if over := len(t.buf) + len(p) - stderrTailBytes; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	t.buf = append(t.buf, p...)
-	return n, nil
-}
-
-// String returns the kept bytes, starting at a UTF-8 character boundary.
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.buf
-	for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
-		b = b[1:]
-	}
-	return string(b)
 }
 
 // WithCommand implements CommandDialer.

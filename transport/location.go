@@ -1,4 +1,4 @@
-package transfer
+package transport
 
 import (
 	"errors"
@@ -8,10 +8,6 @@ import (
 	"strings"
 	"unicode"
 )
-
-// ErrDaemonSyntax is returned by ParseLocation for rsync daemon addresses
-// ("host::module", "rsync://host/module"), which restoresync does not speak.
-var ErrDaemonSyntax = errors.New("rsync daemon syntax is not supported")
 
 // Location is one end of a restore: a local path, or a path on a host
 // reached over SSH. The zero Port means "not given" (ssh_config or 22).

@@ -1,7 +1,6 @@
-package transfer
+package delta
 
 import (
-	"fmt"
 	"io"
 	"sync"
 
@@ -9,18 +8,23 @@ import (
 )
 
 // The sender's half of a delta: the rsync algorithm's search (Tridgell and
-// Mackerras 1996, section 3). A window of one block slides over the item's
-// data a byte at a time; its weak checksum is updated in constant time per
-// byte (rollWeak) and looked up in a hash table of the basis's weak sums;
-// only a hit is confirmed with the strong hash. A confirmed block becomes a
-// copy instruction (consecutive blocks merge into one) and the window jumps
-// past it; bytes the window slid over become literal chunks. The search is
-// O(n) in the item's length and reads it once, through a bounded buffer.
+// Mackerras 1996, section 3). A window of one block slides over the data a
+// byte at a time; its weak checksum is updated in constant time per byte
+// (rollWeak) and looked up in a hash table of the basis's weak sums; only a
+// hit is confirmed with the strong hash. A confirmed block becomes a copy
+// instruction (consecutive blocks merge into one) and the window jumps past
+// it; bytes the window slid over become literal runs. The search is O(n) in
+// the data's length and reads it once, through a bounded buffer.
 
-// deltaBufBytes is the matcher's data buffer beyond two blocks: literal
-// runs are flushed at chunkBytes, so what is kept across a refill is at
-// most a chunk and a block.
-const deltaBufBytes = 4 * chunkBytes
+// LiteralRunBytes is the longest literal run Search holds back before it
+// hands it to Ops.Literal (a run may exceed it by less than a block): it
+// bounds the memory kept across buffer refills.
+const LiteralRunBytes = 256 << 10
+
+// searchBufBytes is the matcher's data buffer beyond two blocks: literal
+// runs are flushed at LiteralRunBytes, so what is kept across a refill is
+// at most a run and a block.
+const searchBufBytes = 4 * LiteralRunBytes
 
 // matcher holds the reusable state of the search.
 type matcher struct {
@@ -33,21 +37,31 @@ type matcher struct {
 	// table that stays in the CPU's cache.
 	filter      []uint64
 	filterShift uint32
-	hash        *xxh3.Hasher
 }
 
 var matchers = sync.Pool{New: func() any {
-	return &matcher{buf: make([]byte, deltaBufBytes+2*MaxSigBlockBytes), hash: xxh3.New()}
+	return &matcher{buf: make([]byte, searchBufBytes+2*MaxSigBlockBytes)}
 }}
 
-// deltaOps writes the op stream of one delta item: literal chunks and
-// merged block copies, in data order.
-type deltaOps struct {
-	enc        *encoder
+// Ops receives the instructions of a delta, in data order: literal runs
+// of data the basis lacks and copies of runs of basis blocks. Search calls
+// it from its own goroutine only.
+type Ops interface {
+	// Literal is a run of data, of any length; data is valid only during
+	// the call.
+	Literal(data []byte)
+	// Copy is count consecutive basis blocks from first (an index among
+	// the whole basis's blocks).
+	Copy(first, count uint64)
+}
+
+// opRun merges consecutive block copies into one Copy.
+type opRun struct {
+	out        Ops
 	run, count uint64 // pending copy: count blocks from run
 }
 
-func (o *deltaOps) copyBlock(b uint64) {
+func (o *opRun) copyBlock(b uint64) {
 	if o.count > 0 && b == o.run+o.count {
 		o.count++
 		return
@@ -56,43 +70,38 @@ func (o *deltaOps) copyBlock(b uint64) {
 	o.run, o.count = b, 1
 }
 
-func (o *deltaOps) flush() {
+func (o *opRun) flush() {
 	if o.count > 0 {
-		o.enc.byte(tagCopy)
-		o.enc.uvarint(o.run)
-		o.enc.uvarint(o.count)
+		o.out.Copy(o.run, o.count)
 		o.count = 0
 	}
 }
 
-func (o *deltaOps) literal(data []byte) {
+func (o *opRun) literal(data []byte) {
 	if len(data) == 0 {
 		return
 	}
 	o.flush()
-	for len(data) > 0 {
-		k := min(len(data), chunkBytes)
-		o.enc.byte(tagChunk)
-		o.enc.bytes(data[:k])
-		data = data[k:]
-	}
+	o.out.Literal(data)
 }
 
-// sendDelta writes the data of the delta item it, read from r (exactly
-// it.Length bytes), as literal chunks and copies of the basis blocks that
-// it.Delta describes, then the sum tag with the xxh3-128 hash of all the
-// data. If r fails or ends early it writes an error tag and returns the
-// error. Wire errors are sticky in enc.
-func sendDelta(enc *encoder, r io.Reader, it *Item) error {
+// Search reads exactly length bytes of data from r and describes them to
+// out as literal runs and copies of the basis blocks that sig describes
+// (sig must hold the sums: Weak and Strong). It returns the bytes read.
+// When r fails or ends before length bytes (io.EOF or io.ErrUnexpectedEOF),
+// Search returns at once with the read error, leaving a pending copy
+// unsaid. The instructions Search gave rebuild the data exactly from a
+// basis whose blocks match sig, short of a strong-hash collision: callers
+// check a hash of the whole data. Safe for concurrent use (each call has
+// its own state).
+func Search(r io.Reader, length int64, sig *Signature, out Ops) (int64, error) {
 	m := matchers.Get().(*matcher)
 	defer matchers.Put(m)
-	sig := it.Delta
 	bs := sig.BlockSizeBytes
 	m.index(sig)
-	m.hash.Reset()
-	ops := &deltaOps{enc: enc}
+	ops := &opRun{out: out}
 	mask := strongMask(sig.StrongBytes)
-	buf := m.buf[:deltaBufBytes+2*bs]
+	buf := m.buf[:searchBufBytes+2*bs]
 
 	// lookup returns the basis block (an index among the whole basis's
 	// blocks) whose sums match the window w with weak sum weak, or -1. The
@@ -134,27 +143,21 @@ func sendDelta(enc *encoder, r io.Reader, it *Item) error {
 		// Refill when the window and the byte after it are not in the
 		// buffer, keeping the pending literal bytes.
 		if n-p <= bs && !eof {
-			if p-lit >= chunkBytes {
+			if p-lit >= LiteralRunBytes {
 				ops.literal(buf[lit:p])
 				lit = p
 			}
 			copy(buf, buf[lit:n])
 			n, p, lit = n-lit, p-lit, 0
 			for n < len(buf) && !eof {
-				want := min(int64(len(buf)-n), it.Length-read)
+				want := min(int64(len(buf)-n), length-read)
 				k, err := io.ReadFull(r, buf[n:n+int(want)])
-				m.hash.Write(buf[n : n+k])
 				n += k
 				read += int64(k)
-				if err == io.EOF || err == io.ErrUnexpectedEOF {
-					err = fmt.Errorf("%w: file shrank to %d bytes while being read (expected %d)", ErrSizeMismatch, it.Offset+read, it.Offset+it.Length)
-				}
 				if err != nil {
-					enc.byte(tagErr)
-					enc.str(err.Error())
-					return err
+					return read, err
 				}
-				eof = read == it.Length
+				eof = read == length
 			}
 			continue
 		}
@@ -183,13 +186,13 @@ func sendDelta(enc *encoder, r io.Reader, it *Item) error {
 			}
 		}
 		weak := s1&0xffff | s2<<16
-		limit := min(n-bs, lit+chunkBytes)
+		limit := min(n-bs, lit+LiteralRunBytes)
 		for p < limit && filter[bucket(weak, fshift)>>6]&(1<<(bucket(weak, fshift)&63)) == 0 && (cont < 0 || weak != contWeak) {
 			s1, s2 = rollWeak(s1, s2, bs, buf[p], buf[p+bs])
 			p++
 			weak = s1&0xffff | s2<<16
 		}
-		if p-lit >= chunkBytes {
+		if p-lit >= LiteralRunBytes {
 			ops.literal(buf[lit:p])
 			lit = p
 		}
@@ -220,15 +223,7 @@ func sendDelta(enc *encoder, r io.Reader, it *Item) error {
 	}
 	ops.literal(buf[lit:n])
 	ops.flush()
-	if err := finishRead(r); err != nil {
-		enc.byte(tagErr)
-		enc.str(err.Error())
-		return err
-	}
-	sum := m.hash.Sum128().Bytes()
-	enc.byte(tagSum)
-	enc.fw.Write(sum[:])
-	return nil
+	return read, nil
 }
 
 // index fills the weak-sum table with the full-size blocks of sig.
