@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/restoresync/restoresync/transport"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -212,15 +213,15 @@ func TestParsePercent(t *testing.T) {
 }
 
 func TestShellWords(t *testing.T) {
-	words, err := splitWords(`ssh -p 2222 -o 'ProxyCommand=nc %h %p' "a b\"c" d\ e`)
+	words, err := transport.SplitCommandLine(`ssh -p 2222 -o 'ProxyCommand=nc %h %p' "a b\"c" d\ e`)
 	want := []string{"ssh", "-p", "2222", "-o", "ProxyCommand=nc %h %p", `a b"c`, "d e"}
 	if err != nil || !slices.Equal(words, want) {
-		t.Errorf("splitWords = %q, %v; want %q", words, err, want)
+		t.Errorf("SplitCommandLine = %q, %v; want %q", words, err, want)
 	}
-	if _, err := splitWords(`ssh 'x`); err == nil {
+	if _, err := transport.SplitCommandLine(`ssh 'x`); err == nil {
 		t.Error("unterminated quote: want an error")
 	}
-	back, _ := splitWords(rshString(want))
+	back, _ := transport.SplitCommandLine(rshString(want))
 	if !slices.Equal(back, want) {
 		t.Errorf("rshString does not round-trip: %q", back)
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -15,9 +16,9 @@ import (
 func sshArgv(o transport.SSHOptions, loc transport.Location) ([]string, error) {
 	var argv []string
 	if o.Rsh != "" {
-		words, err := splitWords(o.Rsh)
+		words, err := transport.SplitCommandLine(o.Rsh)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("-e %q: %w", o.Rsh, err)
 		}
 		if len(words) == 0 {
 			return nil, errors.New("-e: empty command")
@@ -67,54 +68,4 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// splitWords splits a command line into words like rsync's -e: single
-// quotes, double quotes and backslashes, no other shell expansion.
-func splitWords(s string) ([]string, error) {
-	var words []string
-	var cur strings.Builder
-	inWord := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		case c == '\'':
-			j := strings.IndexByte(s[i+1:], '\'')
-			if j < 0 {
-				return nil, errors.New("unterminated single quote in " + strconv.Quote(s))
-			}
-			cur.WriteString(s[i+1 : i+1+j])
-			i += j + 1
-			inWord = true
-		case c == '"':
-			i++
-			for ; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) {
-					i++
-				}
-				cur.WriteByte(s[i])
-			}
-			if i >= len(s) {
-				return nil, errors.New("unterminated double quote in " + strconv.Quote(s))
-			}
-			inWord = true
-		case c == '\\' && i+1 < len(s):
-			i++
-			cur.WriteByte(s[i])
-			inWord = true
-		default:
-			cur.WriteByte(c)
-			inWord = true
-		}
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	return words, nil
 }

@@ -72,7 +72,7 @@ type Options struct {
 	BwLimitBytes int64
 	// lim is the shared bucket for BwLimitBytes, and ob reports to
 	// Progress and Logger; both made by Run.
-	lim *limiter
+	lim *transport.Limiter
 	ob  *observer
 
 	// Selection: choosing what to restore (see selection.go).
@@ -147,7 +147,7 @@ var ErrUsage = errors.New("usage")
 // concurrently for different destinations.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	o.applyDefaults()
-	o.lim = newLimiter(o.BwLimitBytes)
+	o.lim = transport.NewLimiter(o.BwLimitBytes)
 	o.ob = newObserver(&o)
 	start := time.Now()
 	rep := &Report{Method: string(o.Method), Compression: o.Compression.String(), Jobs: o.Jobs}
@@ -280,7 +280,7 @@ func dialer(o Options, loc transport.Location) (transport.Dialer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return limitDialer(d, o.lim), nil
+	return transport.LimitDialer(d, o.lim), nil
 }
 
 // remotePool opens the streams to loc with hello h.

@@ -347,7 +347,7 @@ func sendExitStatus(ch ssh.Channel, status uint32) {
 // isServeCommand reports whether an exec command is "BINARY... serve
 // --stdio", with BINARY any path (quoted or not).
 func isServeCommand(cmd string) bool {
-	words, err := splitCommandLine(cmd)
+	words, err := SplitCommandLine(cmd)
 	n := len(words)
 	return err == nil && n >= 3 && words[n-2] == "serve" && words[n-1] == "--stdio"
 }

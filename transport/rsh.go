@@ -37,7 +37,7 @@ const (
 // are ignored: configure the program instead. Errors: an empty or badly
 // quoted o.Rsh, a local loc. The result is safe for concurrent use.
 func NewRshDialer(loc Location, o SSHOptions) (Dialer, error) {
-	argv, err := splitCommandLine(o.Rsh)
+	argv, err := SplitCommandLine(o.Rsh)
 	if err != nil {
 		return nil, fmt.Errorf("-e %q: %w", o.Rsh, err)
 	}
@@ -63,7 +63,7 @@ func NewRshDialer(loc Location, o SSHOptions) (Dialer, error) {
 	}
 	// Separate words, as rsync passes them: ssh joins them with spaces,
 	// and programs that exec directly (docker exec -i) get an argv.
-	args = append(args, loc.Host, shellQuote(remotePath), "serve", "--stdio")
+	args = append(args, loc.Host, ShellQuote(remotePath), "serve", "--stdio")
 	display := loc.Host
 	if loc.User != "" {
 		display = loc.User + "@" + display
@@ -279,68 +279,6 @@ func (s *rshStream) Close() error {
 
 // Stderr returns the last 4 KiB of the program's stderr.
 func (s *rshStream) Stderr() string { return s.stderr.String() }
-
-// splitCommandLine splits s into words the way a POSIX shell would for a
-// simple command: blanks separate words, '...' is literal, "..." allows
-// \" \\ \$ \` escapes, and a backslash outside quotes escapes the next
-// byte. There is no variable, glob or tilde expansion. Unterminated quotes
-// and a trailing backslash are errors.
-func splitCommandLine(s string) ([]string, error) {
-	var words []string
-	var cur strings.Builder
-	inWord := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
-		case ' ', '\t', '\n':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		case '\\':
-			if i+1 == len(s) {
-				return nil, errors.New("trailing backslash")
-			}
-			i++
-			if s[i] == '\n' { // line continuation
-				continue
-			}
-			inWord = true
-			cur.WriteByte(s[i])
-		case '\'':
-			inWord = true
-			end := strings.IndexByte(s[i+1:], '\'')
-			if end < 0 {
-				return nil, errors.New("unterminated single quote")
-			}
-			cur.WriteString(s[i+1 : i+1+end])
-			i += end + 1
-		case '"':
-			inWord = true
-			i++
-			for ; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\\\"$`\n", s[i+1]) >= 0 {
-					i++
-					if s[i] == '\n' {
-						continue
-					}
-				}
-				cur.WriteByte(s[i])
-			}
-			if i == len(s) {
-				return nil, errors.New("unterminated double quote")
-			}
-		default:
-			inWord = true
-			cur.WriteByte(c)
-		}
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	return words, nil
-}
 
 // WithCommand implements CommandDialer: the program's arguments end with
 // the host and command instead of the agent's command line.

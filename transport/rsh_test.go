@@ -200,14 +200,14 @@ func TestSplitCommandLine(t *testing.T) {
 		{"", nil},
 	}
 	for _, tt := range tests {
-		got, err := splitCommandLine(tt.in)
+		got, err := SplitCommandLine(tt.in)
 		if err != nil || !slices.Equal(got, tt.want) {
-			t.Errorf("splitCommandLine(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+			t.Errorf("SplitCommandLine(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 		}
 	}
 	for _, bad := range []string{`'open`, `"open`, `"esc\"`, `trailing\`} {
-		if got, err := splitCommandLine(bad); err == nil {
-			t.Errorf("splitCommandLine(%q) = %q, want an error", bad, got)
+		if got, err := SplitCommandLine(bad); err == nil {
+			t.Errorf("SplitCommandLine(%q) = %q, want an error", bad, got)
 		}
 	}
 }

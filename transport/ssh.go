@@ -518,26 +518,7 @@ func remoteCommand(remotePath string) string {
 	if remotePath == "" {
 		remotePath = "restoresync"
 	}
-	return shellQuote(remotePath) + " serve --stdio"
-}
-
-// shellQuote quotes s for a POSIX shell when it holds anything beyond a
-// conservative set of safe bytes. A leading "~/" stays unquoted so the
-// remote shell still expands it.
-func shellQuote(s string) string {
-	if rest, ok := strings.CutPrefix(s, "~/"); ok && rest != "" {
-		return "~/" + shellQuote(rest)
-	}
-	safe := s != ""
-	for i := 0; i < len(s) && safe; i++ {
-		c := s[i]
-		safe = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-			strings.IndexByte("_-./=+,:@%", c) >= 0
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return ShellQuote(remotePath) + " serve --stdio"
 }
 
 // sshStream is one SSH connection with one session running the agent.

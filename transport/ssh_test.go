@@ -470,8 +470,8 @@ func TestShellQuote(t *testing.T) {
 		"$(reboot)":             "'$(reboot)'",
 		"":                      "''",
 	} {
-		if got := shellQuote(in); got != want {
-			t.Errorf("shellQuote(%q) = %q, want %q", in, got, want)
+		if got := ShellQuote(in); got != want {
+			t.Errorf("ShellQuote(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -73,11 +73,6 @@ type CommandDialer interface {
 	WithCommand(command string) Dialer
 }
 
-// ShellQuote quotes s as one word for a POSIX shell when it holds anything
-// beyond a conservative set of safe bytes; a leading "~/" stays unquoted so
-// the remote shell still expands it.
-func ShellQuote(s string) string { return shellQuote(s) }
-
 // DefaultConnectTimeout is the connection setup bound when none is given
 // (SSHOptions.Timeout, --contimeout 0): long enough for a slow link and a
 // loaded server, short enough not to hang a run.

@@ -1,55 +1,59 @@
-package restore
+package transport
 
 import (
 	"context"
 	"io"
 
 	"golang.org/x/time/rate"
-
-	"github.com/restoresync/restoresync/transport"
 )
 
-// Bandwidth limit (--bwlimit): one token bucket shared by every stream of a
-// restore, charged on the client side of each stream for the bytes it
-// reads and writes, so the peer needs no change: a pull is slowed where it
-// reads, a push where it writes (the few bytes of requests and replies the
-// other way count too).
+// Bandwidth limit (rsync's --bwlimit): one token bucket shared by every
+// stream of a restore, charged on the client side of each stream for the
+// bytes it reads and writes, so the peer needs no change: a pull is slowed
+// where it reads, a push where it writes (the few bytes of requests and
+// replies the other way count too).
 
-// limiter is the shared bucket. Safe for concurrent use.
-type limiter struct {
+// Limiter is a token bucket of bytes per second that the streams of
+// LimitDialer share. Safe for concurrent use.
+type Limiter struct {
 	l     *rate.Limiter
 	burst int
 }
 
-// newLimiter returns a bucket of bytesPerSec bytes/s, nil for no limit. The
-// burst is an eighth of a second's worth, at least 16 KiB (a few frames)
-// and at most 1 MiB, so that the rate holds over any second or so.
-func newLimiter(bytesPerSec int64) *limiter {
+// NewLimiter returns a bucket of bytesPerSec bytes/s, nil (no limit) when
+// bytesPerSec <= 0. The burst is an eighth of a second's worth, at least
+// 16 KiB (a few frames) and at most 1 MiB, so that the rate holds over any
+// second or so.
+func NewLimiter(bytesPerSec int64) *Limiter {
 	if bytesPerSec <= 0 {
 		return nil
 	}
 	burst := int(min(max(bytesPerSec/8, 16<<10), 1<<20))
-	return &limiter{l: rate.NewLimiter(rate.Limit(bytesPerSec), burst), burst: burst}
+	return &Limiter{l: rate.NewLimiter(rate.Limit(bytesPerSec), burst), burst: burst}
 }
 
-// limitDialer wraps d so that its streams share lim; d is returned as is
-// when lim is nil. A transport.CommandDialer stays one.
-func limitDialer(d transport.Dialer, lim *limiter) transport.Dialer {
+// LimitDialer wraps d so that its streams share lim: each Read returns at
+// most a burst and waits for the tokens of what it read, each Write waits
+// for the tokens of every burst-sized piece before writing it, and Close
+// ends a wait in progress (the call then fails with io.ErrClosedPipe). d
+// is returned as is when lim is nil; a CommandDialer stays one. Safe for
+// concurrent use, as d is.
+func LimitDialer(d Dialer, lim *Limiter) Dialer {
 	if lim == nil {
 		return d
 	}
-	if cd, ok := d.(transport.CommandDialer); ok {
+	if cd, ok := d.(CommandDialer); ok {
 		return limitedCommandDialer{limitedDialer{cd, lim}, cd}
 	}
 	return limitedDialer{d, lim}
 }
 
 type limitedDialer struct {
-	d   transport.Dialer
-	lim *limiter
+	d   Dialer
+	lim *Limiter
 }
 
-func (d limitedDialer) Dial(ctx context.Context) (transport.Stream, error) {
+func (d limitedDialer) Dial(ctx context.Context) (Stream, error) {
 	s, err := d.d.Dial(ctx)
 	if err != nil {
 		return nil, err
@@ -60,18 +64,18 @@ func (d limitedDialer) Dial(ctx context.Context) (transport.Stream, error) {
 
 type limitedCommandDialer struct {
 	limitedDialer
-	cd transport.CommandDialer
+	cd CommandDialer
 }
 
-func (d limitedCommandDialer) WithCommand(command string) transport.Dialer {
-	return limitDialer(d.cd.WithCommand(command), d.lim)
+func (d limitedCommandDialer) WithCommand(command string) Dialer {
+	return LimitDialer(d.cd.WithCommand(command), d.lim)
 }
 
 // limitedStream charges the bucket for what passes through it. Close
 // cancels a wait in progress.
 type limitedStream struct {
-	transport.Stream
-	lim    *limiter
+	Stream
+	lim    *Limiter
 	ctx    context.Context
 	cancel context.CancelFunc
 }
