@@ -48,7 +48,7 @@ func runTarAgentless(ctx context.Context, o Options, d transport.Dialer, src, ds
 	stop := context.AfterFunc(ctx, func() { s.Close() })
 	defer stop()
 	var wire atomic.Int64
-	br := bufio.NewReaderSize(countReader{s, &wire}, 256<<10)
+	br := bufio.NewReaderSize(transport.CountingReader(s, &wire), 256<<10)
 	// Wait for the first byte (or the end) before DST is created, so that
 	// a missing tool or path fails the restore without touching DST.
 	if _, err := br.Peek(1); err != nil {
@@ -137,18 +137,6 @@ func remoteTarCommand(dir string, c transfer.Compression) (string, error) {
 	}
 	b.WriteString("exec 4>&1; st=$( { { " + tarCmd + "; echo $? >&3; } | " + comp + " >&4; } 3>&1 ); exit \"${st:-1}\"")
 	return b.String(), nil
-}
-
-// countReader counts the bytes read through it.
-type countReader struct {
-	r io.Reader
-	n *atomic.Int64
-}
-
-func (c countReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
 }
 
 // remoteTarMetaFlags adds to an agent-less tar command line the GNU tar

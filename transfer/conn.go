@@ -14,33 +14,6 @@ import (
 	"github.com/restoresync/restoresync/treewalk"
 )
 
-// counter counts the bytes that pass through a reader or writer.
-type counter struct {
-	n atomic.Int64
-}
-
-type countingWriter struct {
-	w io.Writer
-	c *counter
-}
-
-func (w countingWriter) Write(p []byte) (int, error) {
-	n, err := w.w.Write(p)
-	w.c.n.Add(int64(n))
-	return n, err
-}
-
-type countingReader struct {
-	r io.Reader
-	c *counter
-}
-
-func (r countingReader) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
-	r.c.n.Add(int64(n))
-	return n, err
-}
-
 // Conn is the client's side of one stream after the handshake. Its methods
 // are the protocol's requests. A Conn is used by at most two goroutines at a
 // time: one sending requests (the Send* methods and the synchronous calls)
@@ -50,7 +23,7 @@ type Conn struct {
 	s          transport.Stream
 	enc        encoder
 	dec        decoder
-	sent, recv counter
+	sent, recv atomic.Int64
 	// Peer is the version string the server announced.
 	Peer string
 	// planned is the list last sent with Plan: Finish with the same list
@@ -75,8 +48,8 @@ func Handshake(ctx context.Context, s transport.Stream, h Hello) (*Conn, error) 
 	c := &Conn{s: s}
 	stop := context.AfterFunc(ctx, func() { s.Close() })
 	defer stop()
-	cw := countingWriter{s, &c.sent}
-	br := bufio.NewReaderSize(countingReader{s, &c.recv}, 64<<10)
+	cw := transport.CountingWriter(s, &c.sent)
+	br := bufio.NewReaderSize(transport.CountingReader(s, &c.recv), 64<<10)
 	if err := writeHandshake(cw, h); err != nil {
 		return nil, transport.WithStderr(s, fmt.Errorf("handshake: %w", err))
 	}
@@ -118,7 +91,7 @@ func Handshake(ctx context.Context, s transport.Stream, h Hello) (*Conn, error) 
 
 // WireBytes returns the bytes sent and received on the stream so far,
 // handshake and frame headers included. Safe for concurrent use.
-func (c *Conn) WireBytes() (sent, recv int64) { return c.sent.n.Load(), c.recv.n.Load() }
+func (c *Conn) WireBytes() (sent, recv int64) { return c.sent.Load(), c.recv.Load() }
 
 // fail decorates a wire error with the remote's stderr.
 func (c *Conn) fail(err error) error {

@@ -55,7 +55,7 @@ func DialRsyncSender(ctx context.Context, d transport.Dialer, h Hello, t Timeout
 	rs := &RsyncStream{s: s}
 	stop := context.AfterFunc(sctx, func() { s.Close() })
 	defer stop()
-	br := bufio.NewReaderSize(countingReaderFunc(s, &rs.recv), 64<<10)
+	br := bufio.NewReaderSize(transport.CountingReader(s, &rs.recv), 64<<10)
 	fail := func(err error) (*RsyncStream, error) {
 		s.Close()
 		if ctx.Err() != nil {
@@ -63,7 +63,7 @@ func DialRsyncSender(ctx context.Context, d transport.Dialer, h Hello, t Timeout
 		}
 		return nil, transport.WithStderr(s, expired(err, transport.HandshakeAwaiting(s)))
 	}
-	if err := writeHandshake(countingWriterFunc(s, &rs.sent), h); err != nil {
+	if err := writeHandshake(transport.CountingWriter(s, &rs.sent), h); err != nil {
 		return fail(fmt.Errorf("handshake: %w", err))
 	}
 	var rep helloReply
@@ -169,27 +169,3 @@ func (r *RsyncStream) Stderr() string { return r.s.Stderr() }
 
 // WireBytes returns the bytes sent and received so far, handshake included.
 func (r *RsyncStream) WireBytes() (sent, recv int64) { return r.sent.Load(), r.recv.Load() }
-
-type funcReader func([]byte) (int, error)
-
-func (f funcReader) Read(p []byte) (int, error) { return f(p) }
-
-type funcWriter func([]byte) (int, error)
-
-func (f funcWriter) Write(p []byte) (int, error) { return f(p) }
-
-func countingReaderFunc(r io.Reader, n *atomic.Int64) io.Reader {
-	return funcReader(func(p []byte) (int, error) {
-		k, err := r.Read(p)
-		n.Add(int64(k))
-		return k, err
-	})
-}
-
-func countingWriterFunc(w io.Writer, n *atomic.Int64) io.Writer {
-	return funcWriter(func(p []byte) (int, error) {
-		k, err := w.Write(p)
-		n.Add(int64(k))
-		return k, err
-	})
-}
