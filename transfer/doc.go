@@ -1,45 +1,66 @@
-// Package transfer moves file lists and file contents between the two ends
-// of a restore: the SSH transports (the built-in x/crypto/ssh client, an
-// external command like rsync's -e, and the read-only "serve --listen"
-// endpoint), the wire protocol, the codecs, and the in-process pipes used
-// for tests.
+// Package transfer is restoresync's wire protocol: what the two ends of a
+// restore say to each other over a transport.Stream, the client's side of
+// it (Conn) and the server's roles (Serve). Dialing is package transport's
+// business, and rsync's delta algorithm package delta's.
 //
-// A restore opens several streams, each its own SSH connection running
-// "restoresync serve --stdio" on the far side. Each stream starts with a
-// versioned JSON handshake (Hello) that names the server's role (sender for
-// a pull, receiver for a push), the path and the codec. After it, each
-// direction is a sequence of frames (frame.go), each compressed on its own
-// and naming its codec, carrying the messages of proto.go: file lists,
-// batches of items and their data, plans, commits.
+// A restore opens several streams, each its own connection running
+// "restoresync serve --stdio" on the far side:
 //
-// Selections (selection.go, protocol 3): the Hello may name several parts
-// of the sender's tree (Roots: several SRCs, --relative, --files-from) and
-// include/exclude rules (Filters), which the sender applies as it walks,
-// so the file list holds only what was selected. A receiver may be asked
-// to delete what a list lacks (msgDelete) and to itemize what a list would
-// change without writing (msgItemize).
+//	s, c := Open(ctx, dialer, Hello{Role, Path, Compression, Roots, Filters}, timeouts)
+//	                                   // dial, then the versioned JSON handshake
+//	pull: c.List(ctx)                  // the sender's file list (treewalk.List)
+//	      c.SendRead(items); c.RecvRead(ctx, items, w)  // pipelined item data into restore's writer
+//	push: c.Plan(ctx, entries)         // what the receiver needs, with its signatures
+//	      c.SendWrite(...); c.RecvWrite(items); c.Commit(ctx, e); c.Finish(ctx, entries)
+//	      c.Delete(ctx); c.Itemize(ctx, entries, del)  // --delete, --itemize-changes
+//	c.Close()                          // goodbye; Abort tears the stream down without one
+//	far side: Serve(ctx, stdin, stdout, cfg)  // the sender role reads a tree (LocalSource),
+//	                                   // the receiver role drives cfg.Sink (restore's writer)
 //
-// Native delta (signature.go, delta.go): an item may carry the receiver's
-// block signature of its current copy of the file (rsync's algorithm:
-// rolling weak sums and truncated strong hashes); the sender answers with
-// literal chunks and copies of basis blocks, ending with an xxh3-128 hash
-// of the data, and the receiver's reader serves the rebuilt bytes and fails
-// rather than end if they do not match (ErrDeltaFailed: send it again
-// whole).
+// After the handshake (Hello, conn.go) each direction is a sequence of
+// frames (frame.go), each compressed on its own and naming its codec
+// (codec.go), carrying the messages of proto.go: file lists, batches of
+// items and their data, plans, commits. Selections (selection.go,
+// protocol 3): the Hello may name several parts of the sender's tree
+// (Roots: several SRCs, --relative, --files-from) and include/exclude
+// rules (Filters), which the sender applies as it walks. Other roles
+// serve the agent-less formats: a pax tar stream (tarsend.go) and rsync's
+// own protocol through a local rsync sender (rsyncsend.go, RsyncStream).
+//
+// Native delta: an item may carry the receiver's block signature of its
+// current copy (delta.Signature, in the wire form of sigcodec.go); the
+// sender answers with delta.Search's literal chunks and block copies
+// (deltasend.go), ending with an xxh3-128 hash of the data, and the
+// receiver's reader serves the rebuilt bytes and fails rather than end if
+// they do not match (ErrDeltaFailed: send it again whole).
 //
 // Everything read from a peer is validated before use: frame sizes are
 // bounded (so is the memory a hostile peer can make us use), paths must be
 // clean and relative (treewalk.ValidPath), counts and ranges must fit.
-//
 // Faults: a sender checks each file's size and mtime after reading it
 // (ErrSourceChanged); with Hello.Verify whole items end with an xxh3-128 of
 // the bytes read, checked by the receiver (ErrVerifyFailed); a Conn with an
-// idle timeout (SetIdleTimeout, rsync's --timeout) closes its stream when no
-// byte moves while a request is outstanding (ErrTimeout); an
-// RsyncStream's (RsyncStream.SetIdleTimeout) when no byte moves while a
-// Read or Write on it waits on the peer.
+// idle timeout (SetIdleTimeout, rsync's --timeout) closes its stream when
+// no byte moves while a request is outstanding (transport.ErrTimeout), an
+// RsyncStream (RsyncStream.SetIdleTimeout) when no byte moves while a Read
+// or Write on it waits on the peer.
 //
 // An interrupted stream leaves nothing behind on its own: writing is the
 // business of restore's safe writer, which the server side calls through
 // Sink.
+//
+// Files: setup.go — Open and Timeouts, the bounded connection setup;
+// conn.go — Handshake and Conn, the client's requests; connidle.go —
+// Conn's idle timeout and Abort; frame.go — frames; codec.go — codecs;
+// proto.go — messages and their encoding; protometa.go — extended
+// metadata on the wire; sigcodec.go — a signature's wire form;
+// deltasend.go — a delta item's op stream; itemdata.go — item data and
+// its readers; selection.go — SourceRoot; server.go — Serve and the
+// sender and receiver roles; selectconn.go — --delete and
+// --itemize-changes on the receiver; source.go — LocalSource, a local
+// tree as a sender; tarsend.go — the tar sender role; taracl.go — ACLs
+// and xattrs in pax headers; rsyncsend.go — the rsync sender role;
+// rsyncstream.go — RsyncStream and DialRsyncSender; pipe.go — in-process
+// streams (PipeStream, PipeDialer); errors.go — ErrDeltaFailed and
+// ErrSplitGone.
 package transfer

@@ -126,10 +126,9 @@ func TestRshSetupTimeout(t *testing.T) {
 // The built-in client to a port that accepts TCP and never answers, with
 // the SSH dialer's own timeout equal to the connect timeout (as restore
 // sets them: both are --contimeout): every run says --contimeout and that
-// the SSH server sent no banner. Before, the SSH library's deadline and
-// the setup context raced, and some runs said only "i/o timeout", others
-// blamed the agent (trial 2, finding 2). A server that sends its banner
-// and then nothing is told apart.
+// the SSH server sent no banner, never a bare "i/o timeout" nor blame on
+// the agent, however the SSH library's deadline and the setup context
+// race. A server that sends its banner and then nothing is told apart.
 func TestOpenSetupTimeoutSaysWhat(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -76,7 +76,7 @@ func TestRshDialerExit255(t *testing.T) {
 
 // ssh's status 255 after the remote command answered is the remote side
 // ending mid-transfer (OpenSSH exits 255 when the remote command is
-// killed by a signal), not a connection failure (trial 2, finding 1);
+// killed by a signal), not a connection failure;
 // through the real ssh and sshd, for reads and writes.
 func TestRshDialerExit255AfterOutput(t *testing.T) {
 	t.Parallel()

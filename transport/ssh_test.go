@@ -573,8 +573,8 @@ func TestSSHDialerAgentAndEncryptedKey(t *testing.T) {
 }
 
 // The built-in client's write to a remote command that was killed says
-// how it ended (ErrRemoteExited, signal KILL), as a read does, instead of
-// "write: EOF" (trial 2, finding 9d: a killed push receiver).
+// how it ended (ErrRemoteExited, signal KILL), as a read does, rather than
+// "write: EOF": a killed push receiver is reported as killed.
 func TestSSHDialerWriteAfterRemoteKilled(t *testing.T) {
 	t.Parallel()
 	srv := testsshd.Start(t)
