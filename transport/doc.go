@@ -36,8 +36,9 @@
 //
 // Files: stream.go — Stream, Dialer, CommandDialer, SSHOptions;
 // location.go — Location and ParseLocation; ssh.go — the built-in SSH
-// client's dialer and streams; sshconfig.go — ssh_config, known_hosts and
-// keys for it; rsh.go — the -e program dialer; listen.go — the serve
+// client's dialer and its bounded setup; sshstream.go — its streams and
+// keepalives; hostkeyerror.go — HostKeyError; sshconfig.go — ssh_config,
+// known_hosts and keys for it; rsh.go — the -e program dialer; listen.go — the serve
 // --listen endpoint; shellword.go — SplitCommandLine and ShellQuote;
 // awaiting.go — what a setup that timed out was waiting for; firstbyte.go
 // — FirstByteTimeout; idle.go — IdleWatch and IdleTimeoutStream;
