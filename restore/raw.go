@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/restoresync/restoresync/transfer"
 )
+
+// MethodRaw: a file list, rsync's quick check on the receiver, then file
+// contents over parallel streams, small files batched and big ones split
+// into blocks; over a network, files DST holds in another version travel
+// as deltas against that copy.
+const MethodRaw Method = "raw"
 
 // runRaw is the raw method: file list, quick check, parallel streams.
 func runRaw(ctx context.Context, o Options, src, dst transfer.Location, rep *Report) error {
@@ -85,8 +88,11 @@ func openSession(ctx context.Context, o Options, sel selection, src, dst transfe
 	}
 }
 
-// runSession is the restore proper: list, plan, move the data over the
-// streams, commit split files, finish.
+// runSession is the raw restore proper, on an open session: list, itemize
+// (--dry-run, -i), plan (quick check, signatures), delete, move the needed
+// data over the streams (runStreams), resend failed deltas whole
+// (retryWhole), commit deferred split files, finish (links, directory
+// metadata). Per-file failures go into rep; the error returned ends the run.
 func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 	list, err := s.list(ctx)
 	if err != nil {
@@ -126,10 +132,8 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 			rep.addError(pe.Path, pe.Err)
 		}
 	}
-	failed := map[string]bool{}
 	for _, pe := range plan.Errors {
 		rep.addError(pe.Path, pe.Err)
-		failed[pe.Path] = true
 	}
 	dataFiles := 0
 	for i := range entries {
@@ -148,72 +152,18 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 	batches := makeBatches(entries, plan.Need, plan.Signatures, o.Writer.BlockSizeBytes)
 	tr := newTracker(ctx, s, rep, batches)
 	tr.ob = ob
-	ch := make(chan *batch)
-	allSent := make(chan struct{}) // every batch is in a stream's hands
-	var first firstError           // the stream failure that ended the run
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		defer close(allSent)
-		defer close(ch)
-		for _, b := range batches {
-			select {
-			case ch <- b:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		return nil
-	})
-	// A worker per stream, started as each stream comes up; streams that
-	// come up after the last batch went out are not needed.
-	g.Go(func() error {
-		streams := s.streams()
-		for {
-			select {
-			case i, ok := <-streams:
-				if !ok {
-					return nil
-				}
-				g.Go(func() error {
-					ob.streamUp()
-					defer ob.streamDown()
-					err := s.runStream(gctx, i, ch, tr.done)
-					if err != nil && first.set(err) {
-						// The run is over: the other streams are torn
-						// down rather than left to finish or to wait
-						// for a stalled agent (or their own timeout).
-						s.abort()
-					}
-					return err
-				})
-			case <-allSent:
-				return nil
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-	})
-	if err := g.Wait(); err != nil {
-		return first.or(err)
+	if err := runStreams(ctx, s, o.Jobs, batches, tr.done, ob); err != nil {
+		return err
 	}
-	// Deltas that could not be applied are sent again whole, on stream 0
-	// (now idle), before split files are committed.
-	if retry := tr.takeRetries(); len(retry) > 0 {
-		ch := make(chan *batch, len(retry))
-		for _, b := range retry {
-			ch <- b
-		}
-		close(ch)
-		if err := s.runStream(ctx, 0, ch, tr.done); err != nil {
-			return err
-		}
+	if err := retryWhole(ctx, s, tr); err != nil {
+		return err
 	}
 	if d, ok := s.(interface{ degraded() error }); ok && o.Warnf != nil {
 		if err := d.degraded(); err != nil {
 			o.Warnf("not all %d streams could be opened: %v", o.Jobs, err)
 		}
 	}
-	if err := tr.commitDeferred(ctx); err != nil {
+	if err := tr.commitDeferred(); err != nil {
 		return err
 	}
 	errs, err := s.finish(ctx, entries)
@@ -224,32 +174,4 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 		rep.addError(pe.Path, pe.Err)
 	}
 	return ctx.Err()
-}
-
-// firstError keeps the first of several errors: the cause, when the others
-// are its consequences. Safe for concurrent use.
-type firstError struct {
-	mu  sync.Mutex
-	err error
-}
-
-// set keeps err if it is the first; it reports whether it was.
-func (f *firstError) set(err error) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err != nil {
-		return false
-	}
-	f.err = err
-	return true
-}
-
-// or returns the kept error, else err.
-func (f *firstError) or(err error) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err != nil {
-		return f.err
-	}
-	return err
 }

@@ -133,9 +133,6 @@ func (o *Options) applyDefaults() {
 	o.Writer.applyDefaults()
 }
 
-// ErrUsage marks bad arguments (exit code 1).
-var ErrUsage = errors.New("usage")
-
 // Run restores Src into Dst. It returns the report and, separately, an error
 // that ended the run early (connection, protocol, cancellation); per-file
 // failures are in Report.Errors and do not stop the run. Run is safe to call

@@ -24,6 +24,8 @@ type tracker struct {
 	retry    []*batch
 }
 
+// splitState is what the tracker knows of one split file (a file larger
+// than the block size, sent as several batches).
 type splitState struct {
 	left   int  // blocks not yet done
 	failed bool // a block failed: the file is reported once and not committed
@@ -47,6 +49,8 @@ func (t *tracker) takeRetries() []*batch {
 	return r
 }
 
+// newTracker returns the tracker of batches, for the restore that runs on
+// ctx over s and reports into rep; it counts each split file's blocks.
 func newTracker(ctx context.Context, s session, rep *Report, batches []*batch) *tracker {
 	t := &tracker{ctx: ctx, s: s, rep: rep, splits: map[string]*splitState{}}
 	for _, b := range batches {
@@ -64,8 +68,18 @@ func newTracker(ctx context.Context, s session, rep *Report, batches []*batch) *
 	return t
 }
 
-// done is called by a stream with a batch's per-item errors.
-func (t *tracker) done(b *batch, errs []error) {
+// cancelled reports whether an item's err is a consequence of the run's
+// end (ctx done, or context.Canceled from below) rather than a per-file
+// failure: such errors are never reported.
+func (t *tracker) cancelled(err error) bool {
+	return t.ctx.Err() != nil || errors.Is(err, context.Canceled)
+}
+
+// done is called by a stream with a batch's per-item errors: it books
+// them, keeps failed deltas for a retry and commits the split files the
+// batch completes. Its error is run-fatal (a commit that broke the stream).
+// Items that failed because the run was cancelled are not booked.
+func (t *tracker) done(b *batch, errs []error) error {
 	var commits []*treewalk.Entry
 	var files int
 	var bytes int64
@@ -73,7 +87,7 @@ func (t *tracker) done(b *batch, errs []error) {
 	t.mu.Lock()
 	for j := range b.items {
 		it, err := &b.items[j], errs[j]
-		if err != nil && t.ctx.Err() != nil {
+		if err != nil && t.cancelled(err) {
 			continue // cancelled: not a per-file error
 		}
 		if err != nil && it.Delta != nil && errors.Is(err, transfer.ErrDeltaFailed) {
@@ -130,21 +144,28 @@ func (t *tracker) done(b *batch, errs []error) {
 	}
 	t.mu.Unlock()
 	for _, e := range commits {
-		t.commit(e)
+		if err := t.commit(e); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
+// commit puts the split file e in place and books it; a per-file failure
+// goes into the report, the error returned is run-fatal.
 func (t *tracker) commit(e *treewalk.Entry) error {
-	err := t.s.commit(t.ctx, e)
-	var fe *fatalError
-	if errors.As(err, &fe) {
-		return fe.err
+	itemErr, err := t.s.commit(t.ctx, e)
+	if err != nil {
+		return err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err != nil {
-		t.rep.addError(e.Path, err)
-	} else {
+	switch {
+	case itemErr != nil && t.cancelled(itemErr):
+		// cancelled: not a per-file error
+	case itemErr != nil:
+		t.rep.addError(e.Path, itemErr)
+	default:
 		st := t.splits[e.Path]
 		t.rep.Files++
 		t.rep.Bytes += st.bytes
@@ -160,8 +181,9 @@ func (t *tracker) commit(e *treewalk.Entry) error {
 }
 
 // commitDeferred commits the split files whose commits had to wait for the
-// streams to be idle.
-func (t *tracker) commitDeferred(ctx context.Context) error {
+// streams to be idle (session.deferCommits), on the tracker's context; its
+// error is run-fatal.
+func (t *tracker) commitDeferred() error {
 	for _, e := range t.deferred {
 		if err := t.commit(e); err != nil {
 			return err
