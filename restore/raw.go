@@ -44,6 +44,11 @@ func runRaw(ctx context.Context, o Options, src, dst transfer.Location, rep *Rep
 	return err
 }
 
+// openSession opens the session of a raw restore: pull (remote src: the
+// pool of streams to the agent, then the local writer), push (remote dst:
+// the local source, then the pool to the agent's writer) or local. The
+// remote side is reached before DST is created, so a restore that cannot
+// start leaves DST alone. Its errors are run-fatal.
 func openSession(ctx context.Context, o Options, sel selection, src, dst transfer.Location) (session, error) {
 	switch {
 	case src.Remote():
