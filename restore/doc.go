@@ -1,51 +1,105 @@
-// Package restore runs restores: it joins a source and a destination, one of
-// which may be remote, and moves the tree with the chosen method (raw: file
-// list, quick check, parallel streams). It also holds the safe writer, the
-// only code that writes into a destination tree, whichever method runs.
+// Package restore runs restores: it joins a source and a destination, one
+// of which may be remote ([user@]host:PATH), and makes the destination
+// (DST) hold the source's tree (SRC), with owners, modes, times, links,
+// extended attributes and holes, by one of four methods. Run is the entry
+// point (run.go): Options say what to restore and how, the Report says
+// what was done, and the error what ended the run early.
 //
-// Guarantees of the safe writer (Writer):
-//   - nothing is written outside the destination, and no symlink found on
-//     the destination is followed: paths are resolved with openat2
-//     (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), final components with
-//     O_NOFOLLOW / AT_SYMLINK_NOFOLLOW;
-//   - a file appears under its final name only complete and with its owner,
-//     mode and mtime already set: it is written to a temporary name in its
-//     directory (".restoresync-<hash>.tmp"), its metadata is set on the open
-//     descriptor, then it is renamed into place;
-//   - directory modes and mtimes are set after their contents, deepest
-//     first; symlinks, hardlinks, empty files and empty directories are
-//     recreated as such;
-//   - extended attributes and POSIX ACLs are set with the rest of the
-//     metadata (owner, ACLs, mode, xattrs, mtime: see xattr_linux.go), and
-//     files that had holes get holes where their blocks are zero
-//     (sparse.go), unless WriterOptions say otherwise.
+// A raw restore, the default method's usual path (names are functions):
 //
-// Delta (the raw method over a network): for a needed file that DST holds
-// as a regular file, Plan takes the signature of that copy (the basis); the
-// data then comes as a delta, rebuilt into the temporary file from the
-// basis, opened without following symlinks, and checked against the
-// sender's hash before the rename. A delta that fails (the basis changed,
-// the hash differs) is sent again whole, in the same run.
+//	Run                                   pick the method (methodRuns)
+//	  runRaw                              raw.go
+//	    openSession                       pull | push | local (session*.go),
+//	                                      remote streams in a pool (pool.go)
+//	    runSession
+//	      list     := s.list              the sender walks SRC (treewalk)
+//	      lines    := s.itemize           --dry-run / -i: change lines
+//	      plan     := s.plan(list)        quick check: size + mtime; the
+//	                                      signature of a DST copy for a delta
+//	      s.delete(list)                  --delete: what DST has, SRC lacks
+//	      batches  := makeBatches(need)   batch.go: small files together,
+//	                                      big files split, largest first
+//	      runStreams(batches)             streams.go: a producer, and a
+//	        worker per stream slot:       worker per -j slot that waits for
+//	          s.runStream(i, batches,     its stream, then pipelines batches
+//	                      tracker.done)   (write item: temp file → rename)
+//	        tracker.done                  tracker.go: book each item, commit
+//	                                      split files, keep failed deltas
+//	      retryWhole                      failed deltas again whole, stream 0
+//	      tracker.commitDeferred          push: split files' commits
+//	      s.finish(list)                  links, directory metadata
+//	    s.close                           goodbye on every stream
 //
-// Selection (selection.go, delete.go, itemize.go): several SRCs, -R,
-// --files-from and include/exclude rules choose what the sender lists;
-// Writer.Delete removes what DST has and the list lacks, below the
-// restored SRCs only, never what the rules exclude, with the same
-// no-symlink resolution; Writer.Itemize compares a list with DST and
-// writes nothing (--dry-run). An interrupted --delete leaves some extras
-// in place: a rerun removes them.
+// The methods, each in the file named after it:
 //
-// What an interruption leaves behind (a dropped stream, a dead agent,
-// cancellation): completed files in place, and directories with mode 0700
-// and the current time as mtime. The writer removes the temporary file of a
-// file that fails, and on Close those of split files not committed; only a
-// writer that is killed leaves temporary files. Cancelling Run's context
-// tears the streams down at once. A rerun skips the completed files (quick
-// check: same size and mtime), truncates and reuses the temporary files it
-// needs, removes the stale ones and sets every directory's metadata.
+// raw (raw.go): the file list, rsync's quick check on the receiver, then
+// the contents over parallel streams (-j, SSH connections to the remote
+// agent): pull, push or local → local. Over a network, a file DST holds in
+// another version travels as a delta against that copy (the rsync
+// algorithm of Tridgell and Mackerras, transfer/signature.go), rebuilt and
+// checked against the sender's hash before its rename; a delta that fails is sent again whole in the same run. It
+// is the only method that does the selection options (selection.go).
 //
-// Per-file failures (an unreadable or changed source file, a full or
-// read-only destination, a --verify mismatch) are reported and the run goes
-// on; connection, protocol and timeout failures (transport.ErrConnect,
-// ErrProtocol, ErrTimeout) end it.
+// tar (tar.go): the agent sends the tree as POSIX pax archives (IEEE
+// 1003.1-2001), one shard per stream, extracted straight into place; local
+// → local runs the same sender in-process. Without an agent the remote's
+// own tar runs on one stream (tar_remote.go). A tar archive as SRC ("-" or
+// a local file, plain, gzip, zstd or lz4) is restored whatever the method
+// (tar_input.go). Every file is sent, even on a rerun.
+//
+// rsync (rsync.go): the rsync protocol, version 27, with gokrazy/rsync's
+// receiver here and the remote's "rsync --server --sender" (through the
+// agent, or directly without one), so changed files cross the wire as
+// rsync deltas; the source's file list (the agent's, or GNU find's
+// agent-less: rsync_list.go) then completes owners, set-id bits, ns mtimes,
+// links and directories. --timeout for protocol 27: rsync_timeout.go. Pull
+// only.
+//
+// auto (auto.go): raw when the agent answers or both sides are local;
+// without an agent, rsync when DST already holds files, else tar; the
+// reason is in Report.MethodReason.
+//
+// The safe writer (package restore/dest) is the only code that writes into
+// DST, for every method; its guarantees (nothing outside DST, no DST
+// symlink followed, files appear complete with their metadata) are there.
+//
+// What an interruption leaves behind (Ctrl-C, a dropped stream, a dead
+// agent, a timeout): cancelling Run's context, or the first stream failure,
+// tears every stream down at once. Raw and tar leave complete files under
+// their final names, no temporary file (the writer removes those of the
+// files it did not finish; only a killed process leaves some, which a rerun
+// reuses or removes), and directories with mode 0700 and the current mtime.
+// rsync leaves the files gokrazy renamed into place complete but with its
+// interim metadata (their 0777 bits, mtimes to the second), and maybe a
+// gokrazy temporary file at the top of DST. A rerun of the same command
+// completes the restore: raw and rsync skip what is in place (quick check),
+// tar sends every file again; every directory then gets its metadata. An
+// interrupted --delete leaves some extras, which a rerun removes.
+//
+// Errors: per-item failures (an unreadable or changed source file, a full
+// or read-only DST, a --verify mismatch, a failed commit) go into
+// Report.Errors and the run goes on; the command exits 23 at the end.
+// Run-fatal failures (transfer.ErrConnect, ErrProtocol, ErrTimeout, a
+// stream that breaks, DST that cannot be opened, ErrUsage) end the run and
+// are Run's error; the first stream failure is the error, not what the
+// other streams see as they are torn down. context.Canceled is never a
+// per-item error: a cancelled run returns it (Report.addError drops it).
+// Every internal step follows one shape: results and per-item errors as
+// values, then err, which is run-fatal (see session).
+//
+// Files: doc.go — this map; run.go — Options, Run (method choice), dialer;
+// method.go — Method, the method registry; errors.go — ErrUsage and the
+// package's other sentinels; raw.go — MethodRaw, runRaw, openSession,
+// runSession; session.go — the session interface, localSession;
+// session_remote.go — pullSession, pushSession; pool.go — the pool of SSH
+// streams to one agent, dialed in the background; batch.go — makeBatches;
+// streams.go — runStreams (producer, stream workers), retryWhole,
+// pipeline; tracker.go — the tracker (per-item booking, split commits,
+// delta retries); tar.go — MethodTar, runTar (agent shards); tar_remote.go
+// — agent-less tar; tar_input.go — a tar archive as SRC, decompressed;
+// rsync.go — MethodRsync, runRsync, rsyncPull; rsync_list.go — the
+// agent-less file list from GNU find; rsync_timeout.go — --timeout with
+// protocol 27 (genrLog); auto.go — MethodAuto, runAuto; selection.go — SRCs,
+// -R, --files-from, filters into a transfer.Selection; progress.go —
+// Progress and the observer; report.go — Report, FileError, Summary.
 package restore

@@ -11,21 +11,15 @@ import (
 // Method is a restore method (--method). It implements pflag.Value.
 type Method string
 
-// The methods.
-const (
-	// MethodRaw: a file list, rsync's quick check on the receiver, then file
-	// contents over parallel streams, small files batched and big ones
-	// split into blocks.
-	MethodRaw Method = "raw"
-)
-
 // methodRun runs one restore with a method, filling rep (all but Seconds,
 // which Run sets). src and dst are parsed and at most one is remote. Per-file
 // failures go into rep.Errors; the error is for what ends the run.
 type methodRun func(ctx context.Context, o Options, src, dst transport.Location, rep *Report) error
 
-// methods lists the methods in the order help texts show them;
-// methodRuns runs each. A method's file adds itself with registerMethod.
+// methods lists the methods in the order help texts show them (raw, the
+// first, then the others as their files register); methodRuns runs each. A
+// method's file (raw.go, auto.go, rsync.go, tar.go) declares its Method
+// constant, and all but raw add themselves with registerMethod.
 var (
 	methods    = []Method{MethodRaw}
 	methodRuns = map[Method]methodRun{MethodRaw: runRaw}

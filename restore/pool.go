@@ -135,3 +135,16 @@ func (p *pool) close(abort bool) error {
 	}
 	return errors.Join(errs...)
 }
+
+// remotePool opens the streams to loc with hello h.
+func remotePool(ctx context.Context, o Options, loc transport.Location, h transfer.Hello) (*pool, error) {
+	d, err := dialer(o, loc)
+	if err != nil {
+		return nil, err
+	}
+	h.Version = o.Version
+	h.Compression = o.Compression.String()
+	h.ReadBufferBytes = o.ReadBufferBytes
+	h.Verify = o.Verify
+	return openPool(ctx, d, h, o.Jobs, o.timeouts())
+}

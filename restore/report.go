@@ -1,6 +1,8 @@
 package restore
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -85,9 +87,14 @@ func (r *Report) addList(list treewalk.List) {
 	}
 }
 
-// addError records a failed entry. Not safe for concurrent use (the
-// streams go through tracker, which holds its lock).
+// addError records a failed entry, unless err is context.Canceled: a
+// cancelled item failed because the run ended, which Run's error says, not
+// because of the file. Not safe for concurrent use (the streams go through
+// tracker, which holds its lock).
 func (r *Report) addError(path string, err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
 	r.Errors = append(r.Errors, FileError{Path: path, Error: err.Error()})
 }
 

@@ -2,6 +2,8 @@ package restore
 
 import (
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -253,6 +255,10 @@ func disjointRoots(roots []transfer.SourceRoot) ([]transfer.SourceRoot, error) {
 	}
 	return out, nil
 }
+
+// statFollow is os.Stat (following symlinks, as a lone SRC is followed),
+// for transfer.SingleRoot.
+func statFollow(p string) (fs.FileInfo, error) { return os.Stat(p) }
 
 // openLocalSource opens the local side of a push or local restore.
 func openLocalSource(s selection, srcPath string) (*transfer.LocalSource, error) {

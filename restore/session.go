@@ -11,39 +11,53 @@ import (
 // session joins a restore's two ends: the source of the file list and data,
 // and the safe writer, either of which may be across the network. The
 // three kinds are pull (remote source, local writer), push (local source,
-// remote writer) and local (both here).
+// remote writer) and local (both here); see session_remote.go for the
+// first two.
+//
+// Every method follows one error convention (see doc.go): per-item
+// failures come back as values (the Errors of a list or plan, a
+// []*treewalk.PathError, the per-item errors handed to done, commit's
+// itemErr) and are reported while the run goes on; the last result, err,
+// is run-fatal (a broken stream, a protocol error, cancellation) and ends
+// the run. ctx cancels every call.
 type session interface {
-	// list returns the source's file list.
-	list(ctx context.Context) (treewalk.List, error)
-	// plan gives the list to the writer and returns what it needs.
-	plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error)
+	// list returns the source's file list (unreadable entries in its
+	// Errors).
+	list(ctx context.Context) (list treewalk.List, err error)
+	// plan gives the list to the writer and returns what it needs (the
+	// entries it could not plan in its Errors).
+	plan(ctx context.Context, entries []treewalk.Entry) (plan transfer.PlanResult, err error)
 	// itemize returns the writer's change lines for entries (deletions
 	// too with del); nothing is written.
-	itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, error)
-	// delete removes what the planned list lacks, within the scope.
-	delete(ctx context.Context, entries []treewalk.Entry) ([]string, []*treewalk.PathError, error)
+	itemize(ctx context.Context, entries []treewalk.Entry, del bool) (lines []string, err error)
+	// delete removes what the planned list lacks, within the scope, and
+	// returns the paths deleted and those that could not be.
+	delete(ctx context.Context, entries []treewalk.Entry) (deleted []string, perItem []*treewalk.PathError, err error)
 	// streams delivers the indices of the streams as they become usable
-	// (remote streams are dialed in the background); it is closed when no
-	// more will come.
+	// (remote streams are dialed in the background), stream 0 at once; it
+	// is closed when no more will come.
 	streams() <-chan int
 	// runStream moves batches over stream i until batches is closed,
 	// calling done with each batch's per-item errors (nil entries for
-	// items that succeeded). Its error ends the run.
-	runStream(ctx context.Context, i int, batches <-chan *batch, done func(*batch, []error)) error
+	// items that succeeded). An error of done or of the stream ends the
+	// stream and the run.
+	runStream(ctx context.Context, i int, batches <-chan *batch, done func(*batch, []error) error) error
 	// commit puts a split file in place; deferCommits says whether it must
 	// wait until every stream is idle (push: the streams' requests are
 	// pipelined, so commits go on stream 0 afterwards).
-	commit(ctx context.Context, e *treewalk.Entry) error
+	commit(ctx context.Context, e *treewalk.Entry) (itemErr, err error)
 	deferCommits() bool
-	// finish asks the writer for symlinks, hardlinks and directory metadata.
-	finish(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error)
+	// finish asks the writer for symlinks, hardlinks and directory
+	// metadata.
+	finish(ctx context.Context, entries []treewalk.Entry) (perItem []*treewalk.PathError, err error)
 	// wireBytes is the total that crossed the network so far.
 	wireBytes() int64
 	// close ends the session; abort says the run failed (do not wait for
 	// a clean goodbye).
 	close(abort bool) error
-	// abort tears the streams down at once (the run was cancelled), from
-	// any goroutine, while the workers may still use them.
+	// abort tears the streams down at once (the run was cancelled or a
+	// stream failed), from any goroutine, while the workers may still use
+	// them.
 	abort()
 }
 
@@ -78,7 +92,7 @@ func (s *localSession) streams() <-chan int {
 	return ch
 }
 
-func (s *localSession) runStream(ctx context.Context, i int, batches <-chan *batch, done func(*batch, []error)) error {
+func (s *localSession) runStream(ctx context.Context, i int, batches <-chan *batch, done func(*batch, []error) error) error {
 	for b := range batches {
 		errs := make([]error, len(b.items))
 		for j := range b.items {
@@ -90,7 +104,9 @@ func (s *localSession) runStream(ctx context.Context, i int, batches <-chan *bat
 			}
 			errs[j] = err
 		}
-		done(b, errs)
+		if err := done(b, errs); err != nil {
+			return err
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -98,8 +114,8 @@ func (s *localSession) runStream(ctx context.Context, i int, batches <-chan *bat
 	return nil
 }
 
-func (s *localSession) commit(ctx context.Context, e *treewalk.Entry) error {
-	return s.w.Commit(ctx, e)
+func (s *localSession) commit(ctx context.Context, e *treewalk.Entry) (itemErr, err error) {
+	return s.w.Commit(ctx, e), nil
 }
 func (s *localSession) deferCommits() bool { return false }
 

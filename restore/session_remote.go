@@ -4,51 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/treewalk"
 )
-
-// pipelineDepth is how many requests a stream may have in flight: while the
-// peer works on one batch the next is already on its way, so a round trip
-// per batch is not lost on a slow link.
-const pipelineDepth = 2
-
-// pipeline runs send for each batch in one goroutine and recv for the same
-// batches, in order, in another, with at most pipelineDepth outstanding.
-func pipeline[T any](ctx context.Context, batches <-chan *batch, send func(*batch) (T, error), recv func(*batch, T) error) error {
-	type pending struct {
-		b *batch
-		v T
-	}
-	q := make(chan pending, pipelineDepth-1)
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		defer close(q)
-		for b := range batches {
-			v, err := send(b)
-			if err != nil {
-				return err
-			}
-			select {
-			case q <- pending{b, v}:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return nil
-	})
-	g.Go(func() error {
-		for p := range q {
-			if err := recv(p.b, p.v); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return g.Wait()
-}
 
 // pullSession restores from a remote sender into a local writer.
 type pullSession struct {
@@ -73,7 +31,7 @@ func (s *pullSession) delete(ctx context.Context, entries []treewalk.Entry) ([]s
 
 func (s *pullSession) streams() <-chan int { return s.p.streams() }
 
-func (s *pullSession) runStream(ctx context.Context, i int, batches <-chan *batch, done func(*batch, []error)) error {
+func (s *pullSession) runStream(ctx context.Context, i int, batches <-chan *batch, done func(*batch, []error) error) error {
 	c := s.p.conn(i)
 	return pipeline(ctx, batches,
 		func(b *batch) (struct{}, error) { return struct{}{}, c.SendRead(b.items) },
@@ -82,13 +40,15 @@ func (s *pullSession) runStream(ctx context.Context, i int, batches <-chan *batc
 			if err != nil {
 				return err
 			}
-			done(b, errs)
-			return nil
+			return done(b, errs)
 		})
 }
 
-func (s *pullSession) commit(ctx context.Context, e *treewalk.Entry) error { return s.w.Commit(ctx, e) }
-func (s *pullSession) deferCommits() bool                                  { return false }
+func (s *pullSession) commit(ctx context.Context, e *treewalk.Entry) (itemErr, err error) {
+	return s.w.Commit(ctx, e), nil
+}
+
+func (s *pullSession) deferCommits() bool { return false }
 
 func (s *pullSession) finish(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
 	return s.w.Finish(ctx, entries)
@@ -126,7 +86,7 @@ func (s *pushSession) delete(ctx context.Context, entries []treewalk.Entry) ([]s
 
 func (s *pushSession) streams() <-chan int { return s.p.streams() }
 
-func (s *pushSession) runStream(ctx context.Context, i int, batches <-chan *batch, done func(*batch, []error)) error {
+func (s *pushSession) runStream(ctx context.Context, i int, batches <-chan *batch, done func(*batch, []error) error) error {
 	c := s.p.conn(i)
 	buf := make([]byte, s.readBuf)
 	return pipeline(ctx, batches,
@@ -141,17 +101,16 @@ func (s *pushSession) runStream(ctx context.Context, i int, batches <-chan *batc
 					errs[j] = sendErrs[j]
 				}
 			}
-			done(b, errs)
-			return nil
+			return done(b, errs)
 		})
 }
 
-func (s *pushSession) commit(ctx context.Context, e *treewalk.Entry) error {
-	err, fatal := s.p.conn(0).Commit(ctx, e)
+func (s *pushSession) commit(ctx context.Context, e *treewalk.Entry) (itemErr, err error) {
+	cerr, fatal := s.p.conn(0).Commit(ctx, e)
 	if fatal {
-		return &fatalError{err}
+		return nil, cerr
 	}
-	return err
+	return cerr, nil
 }
 
 func (s *pushSession) deferCommits() bool { return true }
@@ -167,13 +126,6 @@ func (s *pushSession) close(abort bool) error {
 	err := s.p.close(abort)
 	return errors.Join(err, s.src.Close())
 }
-
-// fatalError marks an error that ends the run although it came from a
-// per-entry call.
-type fatalError struct{ err error }
-
-func (e *fatalError) Error() string { return e.err.Error() }
-func (e *fatalError) Unwrap() error { return e.err }
 
 func (s *pullSession) degraded() error { return s.p.degraded() }
 func (s *pushSession) degraded() error { return s.p.degraded() }

@@ -35,9 +35,6 @@ func findListCommand(path string) string {
 	return "cd -- " + transport.ShellQuote(path) + " && LC_ALL=C exec find . -printf '" + findFormat + "'"
 }
 
-// errFindOutput marks remote find output that does not parse.
-var errFindOutput = errors.New("unexpected output from the remote find")
-
 // parseFindList reads find's output (findFormat) into a file list in find's
 // order, the root "." first. Hardlink groups are found by device and inode:
 // the first name seen leads. Sockets are skipped, as treewalk does; device

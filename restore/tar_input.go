@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 
 	"github.com/klauspost/compress/gzip"
@@ -52,9 +51,6 @@ func isTarInput(o Options, src transport.Location) bool {
 	_, err = tar.NewReader(io.LimitReader(r, 1<<20)).Next()
 	return err == nil
 }
-
-// statFollow is os.Stat, for transfer.SingleRoot.
-func statFollow(p string) (fs.FileInfo, error) { return os.Stat(p) }
 
 // runTarInput restores the archive SRC (a file, or o.Stdin for "-") into
 // the local DST, on one stream. rep.Compression names the archive's

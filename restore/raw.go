@@ -1,0 +1,183 @@
+package restore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
+)
+
+// MethodRaw: a file list, rsync's quick check on the receiver, then file
+// contents over parallel streams, small files batched and big ones split
+// into blocks; over a network, files DST holds in another version travel
+// as deltas against that copy.
+const MethodRaw Method = "raw"
+
+// runRaw is the raw method: file list, quick check, parallel streams.
+func runRaw(ctx context.Context, o Options, src, dst transport.Location, rep *Report) error {
+	if !src.Remote() && !dst.Remote() {
+		rep.Compression = "none" // nothing crosses a network
+	}
+	sel, err := planSelection(o, src)
+	if err != nil {
+		return err
+	}
+	s, err := openSession(ctx, o, sel, src, dst)
+	if err != nil {
+		return err
+	}
+	// Cancellation (Ctrl-C) tears the streams down, so that workers blocked
+	// on the network return at once instead of finishing their batches.
+	// It stays armed while the streams are closed: a goodbye that a
+	// stalled agent never answers must not outlive a Ctrl-C.
+	stop := context.AfterFunc(ctx, s.abort)
+	err = runSession(ctx, s, o, rep)
+	// By the time the streams are closed, every file is in place and
+	// finished: a failed goodbye is worth a warning, not a failed run.
+	if cerr := s.close(err != nil); err == nil && cerr != nil && !errors.Is(cerr, context.Canceled) && o.Warnf != nil {
+		o.Warnf("closing the streams: %v", cerr)
+	}
+	stop()
+	rep.WireBytes = s.wireBytes()
+	return err
+}
+
+// openSession opens the session of a raw restore: pull (remote src: the
+// pool of streams to the agent, then the local writer), push (remote dst:
+// the local source, then the pool to the agent's writer) or local. The
+// remote side is reached before DST is created, so a restore that cannot
+// start leaves DST alone. Its errors are run-fatal.
+func openSession(ctx context.Context, o Options, sel selection, src, dst transport.Location) (session, error) {
+	switch {
+	case src.Remote():
+		// Dial first: a restore that cannot start must not create DST.
+		p, err := remotePool(ctx, o, src, transfer.Hello{Role: transfer.RoleSender, Path: src.Path, Roots: sel.sel.Roots, Filters: sel.sel.Filters})
+		if err != nil {
+			return nil, err
+		}
+		wo := o.writerOptions(sel)
+		wo.Delta = !o.WholeFile
+		w, err := NewWriter(dst.Path, wo)
+		if err != nil {
+			p.close(true)
+			return nil, err
+		}
+		return &pullSession{p: p, w: w, ob: o.ob}, nil
+	case dst.Remote():
+		ls, err := openLocalSource(sel, src.Path)
+		if err != nil {
+			return nil, err
+		}
+		wo := o.writerOptions(sel)
+		wo.Delta = !o.WholeFile
+		opts, _ := json.Marshal(wo)
+		p, err := remotePool(ctx, o, dst, transfer.Hello{Role: transfer.RoleReceiver, Path: dst.Path, Receiver: opts})
+		if err != nil {
+			ls.Close()
+			return nil, err
+		}
+		return &pushSession{p: p, src: ls, readBuf: o.ReadBufferBytes, ob: o.ob}, nil
+	default:
+		ls, err := openLocalSource(sel, src.Path)
+		if err != nil {
+			return nil, err
+		}
+		w, err := NewWriter(dst.Path, o.writerOptions(sel))
+		if err != nil {
+			ls.Close()
+			return nil, err
+		}
+		return &localSession{src: ls, w: w, jobs: o.Jobs, ob: o.ob}, nil
+	}
+}
+
+// runSession is the raw restore proper, on an open session: list, itemize
+// (--dry-run, -i), plan (quick check, signatures), delete, move the needed
+// data over the streams (runStreams), resend failed deltas whole
+// (retryWhole), commit deferred split files, finish (links, directory
+// metadata). Per-file failures go into rep; the error returned ends the run.
+func runSession(ctx context.Context, s session, o Options, rep *Report) error {
+	list, err := s.list(ctx)
+	if err != nil {
+		return fmt.Errorf("file list: %w", err)
+	}
+	entries := list.Entries
+	rep.addList(list)
+	del := o.Delete && len(list.Errors) == 0
+	if o.Delete && !del && o.Warnf != nil {
+		o.Warnf("the file list has errors: nothing deleted (as rsync does)")
+	}
+	if o.DryRun || o.ItemizeChanges {
+		lines, err := s.itemize(ctx, entries, del)
+		if err != nil {
+			return fmt.Errorf("itemize: %w", err)
+		}
+		rep.Changes = lines
+		if rep.Changes == nil {
+			rep.Changes = []string{}
+		}
+		if o.DryRun {
+			rep.DryRun = true
+			return ctx.Err()
+		}
+	}
+	plan, err := s.plan(ctx, entries)
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	if del {
+		deleted, errs, err := s.delete(ctx, entries)
+		if err != nil {
+			return fmt.Errorf("delete: %w", err)
+		}
+		rep.Deleted = len(deleted)
+		for _, pe := range errs {
+			rep.addError(pe.Path, pe.Err)
+		}
+	}
+	for _, pe := range plan.Errors {
+		rep.addError(pe.Path, pe.Err)
+	}
+	dataFiles := 0
+	for i := range entries {
+		if entries[i].HasData() {
+			dataFiles++
+		}
+	}
+	rep.Skipped = dataFiles - len(plan.Need) - len(plan.Errors)
+	ob := o.ob
+	var needBytes int64
+	for _, i := range plan.Need {
+		needBytes += entries[i].Size
+	}
+	ob.start(len(plan.Need), needBytes)
+
+	batches := makeBatches(entries, plan.Need, plan.Signatures, o.Writer.BlockSizeBytes)
+	tr := newTracker(ctx, s, rep, batches)
+	tr.ob = ob
+	if err := runStreams(ctx, s, o.Jobs, batches, tr.done, ob); err != nil {
+		return err
+	}
+	if err := retryWhole(ctx, s, tr); err != nil {
+		return err
+	}
+	if d, ok := s.(interface{ degraded() error }); ok && o.Warnf != nil {
+		if err := d.degraded(); err != nil {
+			o.Warnf("not all %d streams could be opened: %v", o.Jobs, err)
+		}
+	}
+	if err := tr.commitDeferred(); err != nil {
+		return err
+	}
+	errs, err := s.finish(ctx, entries)
+	if err != nil {
+		return fmt.Errorf("finish: %w", err)
+	}
+	for _, pe := range errs {
+		rep.addError(pe.Path, pe.Err)
+	}
+	return ctx.Err()
+}
