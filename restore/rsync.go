@@ -10,6 +10,7 @@ import (
 	"github.com/gokrazy/rsync/rsyncclient"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/treewalk"
 )
@@ -69,7 +70,7 @@ func runRsync(ctx context.Context, o Options, src, dst transfer.Location, rep *R
 		}
 		wo.NoXattrs, wo.NoACLs = true, true
 	}
-	w, err := NewWriter(dst.Path, wo)
+	w, err := dest.NewWriter(dst.Path, wo)
 	if err != nil {
 		return err
 	}
@@ -200,10 +201,10 @@ func findList(ctx context.Context, cd transfer.CommandDialer, root string, conne
 
 // run transfers with gokrazy's receiver into dstPath, then completes the
 // tree through w.
-func (p *rsyncPull) run(ctx context.Context, w *Writer, dstPath string, rep *Report) error {
+func (p *rsyncPull) run(ctx context.Context, w *dest.Writer, dstPath string, rep *Report) error {
 	entries := p.list.Entries
 	rep.addList(p.list)
-	need, bytes, err := w.rsyncQuickCheck(ctx, entries)
+	need, bytes, err := w.RsyncQuickCheck(ctx, entries)
 	if err != nil {
 		return err
 	}

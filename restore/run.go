@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/treewalk"
 )
@@ -32,7 +33,7 @@ type Options struct {
 	Compression transfer.Compression
 	// Writer configures the receiving side (owners, modes, block size,
 	// write buffer).
-	Writer WriterOptions
+	Writer dest.WriterOptions
 	// ReadBufferBytes is the size of each stream's disk read buffer on the
 	// sending side, local or remote; 0 means 256 KiB.
 	ReadBufferBytes int
@@ -134,7 +135,7 @@ func (o *Options) applyDefaults() {
 	if o.ReadBufferBytes <= 0 {
 		o.ReadBufferBytes = 256 << 10 // one chunk per read
 	}
-	o.Writer.applyDefaults()
+	o.Writer.ApplyDefaults()
 }
 
 // ErrUsage marks bad arguments (exit code 1).
@@ -229,7 +230,7 @@ func openSession(ctx context.Context, o Options, sel selection, src, dst transfe
 		}
 		wo := o.writerOptions(sel)
 		wo.Delta = !o.WholeFile
-		w, err := NewWriter(dst.Path, wo)
+		w, err := dest.NewWriter(dst.Path, wo)
 		if err != nil {
 			p.close(true)
 			return nil, err
@@ -254,7 +255,7 @@ func openSession(ctx context.Context, o Options, sel selection, src, dst transfe
 		if err != nil {
 			return nil, err
 		}
-		w, err := NewWriter(dst.Path, o.writerOptions(sel))
+		w, err := dest.NewWriter(dst.Path, o.writerOptions(sel))
 		if err != nil {
 			ls.Close()
 			return nil, err

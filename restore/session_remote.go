@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/treewalk"
 )
@@ -53,7 +54,7 @@ func pipeline[T any](ctx context.Context, batches <-chan *batch, send func(*batc
 // pullSession restores from a remote sender into a local writer.
 type pullSession struct {
 	p  *pool
-	w  *Writer
+	w  *dest.Writer
 	ob *observer
 }
 

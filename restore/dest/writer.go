@@ -1,9 +1,8 @@
-package restore
+package dest
 
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -89,7 +88,9 @@ type WriterOptions struct {
 	NoDevices  bool `json:"no_devices,omitempty"`
 }
 
-func (o *WriterOptions) applyDefaults() {
+// ApplyDefaults fills the zero fields of o with their defaults (NewWriter
+// does it too): 16 MiB blocks, 1 MiB write buffers.
+func (o *WriterOptions) ApplyDefaults() {
 	if o.BlockSizeBytes <= 0 {
 		o.BlockSizeBytes = DefaultBlockSize // spreads big files over streams, bounds one item's time
 	}
@@ -132,7 +133,7 @@ type Writer struct {
 // Errors: bad owner options or filters, a dst that cannot be made or
 // opened. The caller closes the Writer.
 func NewWriter(dst string, o WriterOptions) (*Writer, error) {
-	o.applyDefaults()
+	o.ApplyDefaults()
 	policy, err := NewOwnerPolicy(o.Owner, SystemIDs())
 	if err != nil {
 		return nil, err
@@ -163,18 +164,6 @@ func NewWriter(dst string, o WriterOptions) (*Writer, error) {
 		created: os.IsNotExist(statErr), filter: filter}
 	w.bufs.New = func() any { return bufio.NewWriterSize(nil, o.WriteBufferBytes) }
 	return w, nil
-}
-
-// NewSink is transfer.ServerConfig.NewSink for a push: it decodes the
-// client's WriterOptions from opts and opens a Writer on dst.
-func NewSink(ctx context.Context, dst string, opts json.RawMessage) (transfer.Sink, error) {
-	var o WriterOptions
-	if len(opts) > 0 {
-		if err := json.Unmarshal(opts, &o); err != nil {
-			return nil, fmt.Errorf("receiver options: %w", err)
-		}
-	}
-	return NewWriter(dst, o)
 }
 
 // Close removes the temporary files of split files that were prepared and

@@ -1,4 +1,4 @@
-package restore
+package dest
 
 import (
 	"archive/tar"
@@ -46,19 +46,60 @@ import (
 // mtime (rsync's quick check) is not rewritten: its data is read past and
 // only its owner and mode are corrected.
 
-// extractor extracts one or more tar streams into a Writer. It is safe for
-// concurrent use by one goroutine per stream; the streams share what has
-// been seen (directories made, symlinks, regular files), so a sharded
-// archive checks as one.
-type extractor struct {
-	w   *Writer
-	rep *Report
-	ob  *observer // progress and per-file log; nil for none
+// ExtractOptions configure an Extractor. The zero value extracts archive
+// files: any tar stream, "./" entry optional.
+type ExtractOptions struct {
+	// Agent says that every stream comes from restoresync's tar-sender:
+	// each must end with its end marker (transfer.TarEnd), a path it lists
+	// twice is refused, and what makes a stream unreadable wraps
+	// transfer.ErrProtocol.
+	Agent bool
+	// ArchiveRoot gives DST, when the Writer created it and no entry of the
+	// archive is "./", the metadata tar gives a directory it makes (mode
+	// 0755, the current time, owned by the user running the restore). Off,
+	// such a DST gets what Finish gives a created DST (0777 less the
+	// umask), and a DST that existed is left alone either way.
+	ArchiveRoot bool
+	// OnFile, when not nil, is called after each regular file is put in
+	// place, with its path (slash-separated, relative to DST) and size in
+	// bytes, from the goroutine of the stream that carried it: it must be
+	// safe for concurrent use and return quickly.
+	OnFile func(path string, sizeBytes int64)
+}
+
+// ExtractStats counts what an Extractor did, in Report's terms.
+type ExtractStats struct {
+	// Files and Bytes are the regular files written and their payload in
+	// bytes (a file an agent marked incomplete is taken back out).
+	Files int
+	Bytes int64
+	// Skipped is the number of regular files found up to date.
+	Skipped int
+	// Dirs (the root not included), Symlinks and Hardlinks count those
+	// entries of the archive.
+	Dirs, Symlinks, Hardlinks int
+	// Errors are the entries that failed, in the order they failed.
+	Errors []*treewalk.PathError
+}
+
+// Extractor extracts one or more tar streams into a destination through
+// its own Writer. It is safe for concurrent use by one goroutine per
+// stream; the streams share what has been seen (directories made,
+// symlinks, regular files), so a sharded archive checks as one.
+type Extractor struct {
+	w      *Writer
+	onFile func(path string, size int64)
+	agent  bool
+	// newRoot: DST was made by this restore and takes tar's metadata for a
+	// directory it makes when the archive has no "./" entry
+	// (ExtractOptions.ArchiveRoot).
+	newRoot bool
 	// protoErr, when not nil, wraps errors that make an archive unreadable
 	// (transfer.ErrProtocol for an agent's stream).
 	protoErr error
 
 	mu       sync.Mutex
+	stats    ExtractStats
 	dirs     map[string]treewalk.Entry // every directory: from the archive or implicit
 	explicit map[string]bool           // directories that had their own entry
 	made     map[string]bool           // directories known to exist in the destination
@@ -67,15 +108,44 @@ type extractor struct {
 	finish   []treewalk.Entry          // symlinks, special files and hardlinks, for Finish
 	names    map[string]bool           // every entry's path, on an agent's stream only (protoErr set)
 	lost     map[string]bool           // regular files of the archive that failed
-	entries  int                       // headers read, markers included
 }
 
-func newExtractor(w *Writer, rep *Report) *extractor {
-	return &extractor{
-		w: w, rep: rep,
+// NewExtractor opens a Writer on dst with wo (see NewWriter: dst is
+// created if missing) and returns an Extractor that writes through it.
+// Errors are NewWriter's. The caller closes the Extractor.
+func NewExtractor(dst string, wo WriterOptions, xo ExtractOptions) (*Extractor, error) {
+	_, statErr := os.Lstat(dst)
+	w, err := NewWriter(dst, wo)
+	if err != nil {
+		return nil, err
+	}
+	x := newExtractor(w)
+	x.onFile, x.agent = xo.OnFile, xo.Agent
+	if xo.Agent {
+		x.protoErr = transfer.ErrProtocol
+	}
+	x.newRoot = xo.ArchiveRoot && statErr != nil
+	return x, nil
+}
+
+func newExtractor(w *Writer) *Extractor {
+	return &Extractor{
+		w:    w,
 		dirs: map[string]treewalk.Entry{}, explicit: map[string]bool{}, made: map[string]bool{".": true},
 		symlinks: map[string]bool{}, files: map[string]fileRec{},
 	}
+}
+
+// Close closes the Extractor's Writer (see Writer.Close).
+func (x *Extractor) Close() error { return x.w.Close() }
+
+// Stats returns what the Extractor did so far. Safe for concurrent use.
+func (x *Extractor) Stats() ExtractStats {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	s := x.stats
+	s.Errors = slices.Clone(s.Errors)
+	return s
 }
 
 // fileRec is what the extractor keeps of a regular file of the archive.
@@ -85,12 +155,13 @@ type fileRec struct {
 	size    int64  // bytes written
 }
 
-// fail records a per-entry error. name is the entry's name as in the
-// archive when it could not be made a path.
-func (x *extractor) fail(name string, err error) {
+// Fail records a per-entry error on name: an entry's path, or its name as
+// in the archive when it could not be made a path. Safe for concurrent
+// use.
+func (x *Extractor) Fail(name string, err error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.rep.addError(name, err)
+	x.stats.Errors = append(x.stats.Errors, &treewalk.PathError{Path: name, Err: err})
 }
 
 // readErr remembers the first error the archive's reader returned (while a
@@ -121,12 +192,21 @@ func (r *readErr) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Extract reads one tar archive from r to its end and extracts it; call it
+// once per stream, from one goroutine per stream. The error is for what
+// ends the archive early (a corrupt or truncated archive, a failing
+// stream, ctx cancelled: then ctx.Err()); per-entry problems are recorded
+// (Stats) and the archive goes on.
+func (x *Extractor) Extract(ctx context.Context, r io.Reader) error {
+	return x.extract(ctx, r, x.agent)
+}
+
 // extract reads one tar archive from r to its end and extracts it. The
 // error is for what ends the archive early (a corrupt or truncated
 // archive, a failing stream, ctx cancelled); per-entry problems go into
 // the report. fromAgent says r is a tar-sender's stream, which must end
 // with its end marker (transfer.TarEnd).
-func (x *extractor) extract(ctx context.Context, r io.Reader, fromAgent bool) error {
+func (x *Extractor) extract(ctx context.Context, r io.Reader, fromAgent bool) error {
 	src := &readErr{r: r}
 	tr := tar.NewReader(src)
 	sawEnd := false
@@ -160,9 +240,6 @@ func (x *extractor) extract(ctx context.Context, r io.Reader, fromAgent bool) er
 			}
 			return fmt.Errorf("read tar archive: %w", err)
 		}
-		x.mu.Lock()
-		x.entries++
-		x.mu.Unlock()
 		if err := x.entry(ctx, hdr, tr, src); err != nil {
 			return err
 		}
@@ -241,14 +318,14 @@ func entryOf(hdr *tar.Header, p string) (treewalk.Entry, error) {
 
 // entry handles one header; data is the archive's reader, positioned at
 // the entry's data.
-func (x *extractor) entry(ctx context.Context, hdr *tar.Header, data io.Reader, src *readErr) error {
+func (x *Extractor) entry(ctx context.Context, hdr *tar.Header, data io.Reader, src *readErr) error {
 	if hdr.Typeflag == tar.TypeXGlobalHeader {
 		x.marker(hdr)
 		return nil
 	}
 	p, err := tarPath(hdr.Name)
 	if err != nil {
-		x.fail(hdr.Name, err)
+		x.Fail(hdr.Name, err)
 		return nil
 	}
 	e, err := entryOf(hdr, p)
@@ -259,7 +336,7 @@ func (x *extractor) entry(ctx context.Context, hdr *tar.Header, data io.Reader, 
 		err = x.mkdirParents(p)
 	}
 	if err != nil {
-		x.fail(p, err)
+		x.Fail(p, err)
 		return nil
 	}
 	switch {
@@ -273,10 +350,10 @@ func (x *extractor) entry(ctx context.Context, hdr *tar.Header, data io.Reader, 
 		switch {
 		case e.IsHardlink():
 			x.files[e.Path] = fileRec{leader: e.LinkTo}
-			x.rep.Hardlinks++
+			x.stats.Hardlinks++
 		case e.Kind == treewalk.KindSymlink:
 			x.symlinks[e.Path] = true
-			x.rep.Symlinks++
+			x.stats.Symlinks++
 		}
 		x.finish = append(x.finish, e)
 		return nil
@@ -287,7 +364,7 @@ func (x *extractor) entry(ctx context.Context, hdr *tar.Header, data io.Reader, 
 // beneath or in the place of an earlier symlink, no symlink in the place
 // of an earlier directory, hardlinks only to earlier regular files, device
 // files only as root.
-func (x *extractor) check(e *treewalk.Entry) error {
+func (x *Extractor) check(e *treewalk.Entry) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.protoErr != nil {
@@ -337,7 +414,7 @@ func (x *extractor) check(e *treewalk.Entry) error {
 
 // mkdirParents creates the missing parent directories of p (tar archives
 // need not list them), recording them with mode 0755 and the current time.
-func (x *extractor) mkdirParents(p string) error {
+func (x *Extractor) mkdirParents(p string) error {
 	var missing []string
 	x.mu.Lock()
 	for d := path.Dir(p); d != "."; d = path.Dir(d) {
@@ -359,7 +436,7 @@ func (x *extractor) mkdirParents(p string) error {
 
 // mkdir creates the directory e once per run and records it; an explicit
 // entry's metadata wins over an implicit one's.
-func (x *extractor) mkdir(e *treewalk.Entry, explicit bool) error {
+func (x *Extractor) mkdir(e *treewalk.Entry, explicit bool) error {
 	x.mu.Lock()
 	defer x.mu.Unlock() // directories are few: creating them one at a time costs little
 	if !x.made[e.Path] {
@@ -377,27 +454,27 @@ func (x *extractor) mkdir(e *treewalk.Entry, explicit bool) error {
 	if explicit && !x.explicit[e.Path] {
 		x.explicit[e.Path] = true
 		if e.Path != "." {
-			x.rep.Dirs++
+			x.stats.Dirs++
 		}
 	}
 	return nil
 }
 
-func (x *extractor) dir(e *treewalk.Entry) error {
+func (x *Extractor) dir(e *treewalk.Entry) error {
 	if err := x.mkdir(e, true); err != nil {
-		x.fail(e.Path, err)
+		x.Fail(e.Path, err)
 	}
 	return nil
 }
 
 // file writes a regular file from the archive, unless the destination
 // already holds it (quick check).
-func (x *extractor) file(ctx context.Context, e *treewalk.Entry, data io.Reader, src *readErr) error {
+func (x *Extractor) file(ctx context.Context, e *treewalk.Entry, data io.Reader, src *readErr) error {
 	upToDate, err := x.w.upToDate(e)
 	if err == nil && upToDate {
 		x.mu.Lock()
 		x.files[e.Path] = fileRec{}
-		x.rep.Skipped++
+		x.stats.Skipped++
 		x.mu.Unlock()
 		return nil
 	}
@@ -417,21 +494,22 @@ func (x *extractor) file(ctx context.Context, e *treewalk.Entry, data io.Reader,
 		}
 		x.lost[e.Path] = true
 		x.mu.Unlock()
-		x.fail(e.Path, err)
+		x.Fail(e.Path, err)
 		return nil
 	}
 	x.mu.Lock()
 	x.files[e.Path] = fileRec{written: true, size: e.Size}
-	x.rep.Files++
-	x.rep.Bytes += e.Size
+	x.stats.Files++
+	x.stats.Bytes += e.Size
 	x.mu.Unlock()
-	x.ob.add(1, e.Size)
-	x.ob.file(e.Path, e.Size, ActionWrite)
+	if x.onFile != nil {
+		x.onFile(e.Path, e.Size)
+	}
 	return nil
 }
 
 // marker handles a tar-sender's error marker (transfer.TarErrorPath).
-func (x *extractor) marker(hdr *tar.Header) {
+func (x *Extractor) marker(hdr *tar.Header) {
 	p, msg := hdr.PAXRecords[transfer.TarErrorPath], hdr.PAXRecords[transfer.TarErrorMessage]
 	if msg == "" {
 		return // another global header: nothing for us
@@ -442,22 +520,34 @@ func (x *extractor) marker(hdr *tar.Header) {
 		ok = ok && rec.written
 		if ok {
 			delete(x.files, p)
-			x.rep.Files--
-			x.rep.Bytes -= rec.size
+			x.stats.Files--
+			x.stats.Bytes -= rec.size
 		}
 		x.mu.Unlock()
 		if ok {
 			x.w.removeFile(p)
 		}
 	}
-	x.fail(p, &transfer.RemoteError{Msg: msg})
+	x.Fail(p, &transfer.RemoteError{Msg: msg})
+}
+
+// Finish completes the extraction once every stream has ended: it gives
+// Writer.Finish the directories, symlinks, special files and hardlinks
+// seen, and records its per-entry errors. The error is for cancellation
+// only, wrapped as "finish: ...".
+func (x *Extractor) Finish(ctx context.Context) error {
+	var root *treewalk.Entry
+	if x.newRoot {
+		root = &treewalk.Entry{Path: ".", Kind: treewalk.KindDir, Mode: 0o755, Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), MtimeNs: time.Now().UnixNano()}
+	}
+	return x.finishAll(ctx, root)
 }
 
 // finishAll gives Finish the directories, symlinks, special files and
 // hardlinks seen, parents before children (sorted by path), and records
 // its errors. root, when not nil, is the destination's metadata for an
 // archive without a "./" entry.
-func (x *extractor) finishAll(ctx context.Context, root *treewalk.Entry) error {
+func (x *Extractor) finishAll(ctx context.Context, root *treewalk.Entry) error {
 	x.mu.Lock()
 	list := slices.Clone(x.finish)
 	for _, d := range x.dirs {
@@ -480,9 +570,7 @@ func (x *extractor) finishAll(ctx context.Context, root *treewalk.Entry) error {
 	errs, err := x.w.Finish(ctx, out)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for _, pe := range errs {
-		x.rep.addError(pe.Path, pe.Err)
-	}
+	x.stats.Errors = append(x.stats.Errors, errs...)
 	if err != nil {
 		return fmt.Errorf("finish: %w", err)
 	}

@@ -1,4 +1,4 @@
-package restore
+package dest
 
 import (
 	"context"
@@ -211,9 +211,9 @@ func kindMode(k treewalk.Kind) uint32 {
 	return 0
 }
 
-// itemizedChanges counts the lines of Itemize that change something:
-// deletions and the rest.
-func itemizedChanges(lines []string) (deletions, others int) {
+// ItemizedChanges counts the lines of Itemize (each a change): deletions,
+// and the rest. A pure function.
+func ItemizedChanges(lines []string) (deletions, others int) {
 	for _, l := range lines {
 		if strings.HasPrefix(l, "*deleting") {
 			deletions++

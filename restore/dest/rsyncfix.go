@@ -1,10 +1,9 @@
-package restore
+package dest
 
 import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -22,11 +21,11 @@ import (
 // mtime, then Writer.Finish makes symlinks, special files and hardlinks and
 // sets directory metadata.
 
-// rsyncQuickCheck counts the regular files that the rsync transfer is
+// RsyncQuickCheck counts the regular files that the rsync transfer is
 // about to send (and their bytes): those that DST does not hold as a
 // regular file of the same size and the same mtime to the second, which is
 // what protocol 27 compares.
-func (w *Writer) rsyncQuickCheck(ctx context.Context, entries []treewalk.Entry) (files int, bytes int64, err error) {
+func (w *Writer) RsyncQuickCheck(ctx context.Context, entries []treewalk.Entry) (files int, bytes int64, err error) {
 	cur := &dirCursor{w: w}
 	defer cur.close()
 	for i := range entries {
@@ -127,30 +126,4 @@ func (w *Writer) fixPlaced(cur *dirCursor, e *treewalk.Entry) error {
 		}
 	}
 	return w.applyMeta(fd, e)
-}
-
-// tailWriter keeps the last max bytes written to it (gokrazy's log, for
-// error messages). Safe for concurrent use.
-type tailWriter struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-// Write appends p, keeping only the tail; it never fails.
-func (t *tailWriter) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-// String returns the kept bytes.
-func (t *tailWriter) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }
