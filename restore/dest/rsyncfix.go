@@ -26,24 +26,22 @@ import (
 // regular file of the same size and the same mtime to the second, which is
 // what protocol 27 compares.
 func (w *Writer) RsyncQuickCheck(ctx context.Context, entries []treewalk.Entry) (files int, bytes int64, err error) {
-	cur := &dirCursor{w: w}
-	defer cur.close()
-	for i := range entries {
-		if i%1024 == 0 && ctx.Err() != nil {
-			return 0, 0, ctx.Err()
-		}
-		e := &entries[i]
+	_, err = w.pass(ctx, entries, func(cur *dirCursor, _ int, e *treewalk.Entry) error {
 		if !e.HasData() {
-			continue
+			return nil
 		}
 		if dirfd, base, err := cur.parent(e.Path); err == nil {
 			st, err := lstatAt(dirfd, base)
 			if err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == e.Size && st.Mtim.Sec == floorSec(e.MtimeNs) {
-				continue
+				return nil
 			}
 		}
 		files++
 		bytes += e.Size
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
 	}
 	return files, bytes, nil
 }
@@ -68,22 +66,12 @@ func floorSec(ns int64) int64 {
 // with the same entries afterwards. Not for concurrent use with other
 // writes to the same files.
 func (w *Writer) FixRsync(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
-	var errs []*treewalk.PathError
-	cur := &dirCursor{w: w}
-	defer cur.close()
-	for i := range entries {
-		if i%1024 == 0 && ctx.Err() != nil {
-			return errs, ctx.Err()
-		}
-		e := &entries[i]
+	return w.pass(ctx, entries, func(cur *dirCursor, _ int, e *treewalk.Entry) error {
 		if !e.HasData() {
-			continue
+			return nil
 		}
-		if err := w.fixPlaced(cur, e); err != nil {
-			errs = append(errs, &treewalk.PathError{Path: e.Path, Err: err})
-		}
-	}
-	return errs, nil
+		return w.fixPlaced(cur, e)
+	})
 }
 
 // fixPlaced sets the metadata of one regular file placed by rsync.
