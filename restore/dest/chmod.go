@@ -124,14 +124,6 @@ const (
 	opOctal = '0' // an absolute octal mode
 )
 
-var (
-	errChmodEmpty    = errors.New("empty item")
-	errChmodScope    = errors.New(`both "D" and "F" given`)
-	errChmodNoOp     = errors.New("missing operator (+, - or =) or octal mode")
-	errChmodOctal    = errors.New("octal mode must be 0-7 digits no greater than 7777")
-	errChmodWhoOctal = errors.New("octal mode after a class letter")
-)
-
 // parseChmodItem parses one item: [DF]*[ugoa]*[-+=][rwxXst]* or [DF]*octal.
 // The D/F letters and the class letters may come in any order before the
 // operator, as rsync accepts them.

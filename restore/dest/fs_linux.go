@@ -97,11 +97,6 @@ func readDirNames(fd int) ([]string, error) {
 	}
 }
 
-// ErrNonEmptyDir is a per-entry error: the source has a file or symlink
-// where the destination has a directory with something in it. Like rsync,
-// restoresync does not delete it unless told to (--force).
-var ErrNonEmptyDir = errors.New("a non-empty directory is in the way (not deleted; --force deletes it)")
-
 // renameReplacing renames from to to within dirfd, replacing whatever is at
 // to. A directory there (the source has another type) is removed first if
 // it is empty, or, with force, with everything in it; otherwise the result

@@ -41,13 +41,6 @@ type idMap struct {
 	rules []idRule
 }
 
-var (
-	errIDMapNoColon = errors.New("no colon between FROM and TO")
-	errIDMapNoTo    = errors.New("no name or id after the colon")
-	errIDMapRange   = errors.New("range LOW-HIGH needs LOW <= HIGH, both numeric ids")
-	errIDMapBadID   = errors.New("id out of range (0-4294967294)")
-)
-
 // parseIDMap parses the values of one kind of map option (flag is
 // "--usermap" or "--groupmap", used in errors) in order: each value is a
 // comma-separated list of FROM:TO pairs, and the lists are concatenated.
