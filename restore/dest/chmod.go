@@ -2,7 +2,6 @@ package dest
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"

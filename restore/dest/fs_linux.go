@@ -1,7 +1,6 @@
 package dest
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"unsafe"

@@ -2,7 +2,6 @@ package dest
 
 import (
 	"errors"
-	"fmt"
 	"os/user"
 	"strconv"
 	"strings"
