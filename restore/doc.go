@@ -1,24 +1,8 @@
 // Package restore runs restores: it joins a source and a destination, one of
 // which may be remote, and moves the tree with the chosen method (raw: file
-// list, quick check, parallel streams). It also holds the safe writer, the
-// only code that writes into a destination tree, whichever method runs.
-//
-// Guarantees of the safe writer (Writer):
-//   - nothing is written outside the destination, and no symlink found on
-//     the destination is followed: paths are resolved with openat2
-//     (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), final components with
-//     O_NOFOLLOW / AT_SYMLINK_NOFOLLOW;
-//   - a file appears under its final name only complete and with its owner,
-//     mode and mtime already set: it is written to a temporary name in its
-//     directory (".restoresync-<hash>.tmp"), its metadata is set on the open
-//     descriptor, then it is renamed into place;
-//   - directory modes and mtimes are set after their contents, deepest
-//     first; symlinks, hardlinks, empty files and empty directories are
-//     recreated as such;
-//   - extended attributes and POSIX ACLs are set with the rest of the
-//     metadata (owner, ACLs, mode, xattrs, mtime: see xattr_linux.go), and
-//     files that had holes get holes where their blocks are zero
-//     (sparse.go), unless WriterOptions say otherwise.
+// list, quick check, parallel streams). Every write into a destination
+// tree goes through the safe writer of package restore/dest, whose doc
+// says what it guarantees.
 //
 // Delta (the raw method over a network): for a needed file that DST holds
 // as a regular file, Plan takes the signature of that copy (the basis); the
@@ -27,7 +11,7 @@
 // sender's hash before the rename. A delta that fails (the basis changed,
 // the hash differs) is sent again whole, in the same run.
 //
-// Selection (selection.go, delete.go, itemize.go): several SRCs, -R,
+// Selection (selection.go; dest's delete.go, itemize.go): several SRCs, -R,
 // --files-from and include/exclude rules choose what the sender lists;
 // Writer.Delete removes what DST has and the list lacks, below the
 // restored SRCs only, never what the rules exclude, with the same

@@ -12,8 +12,8 @@ import (
 
 // The streams' replies for the blocks of one split file come in any order:
 // the report keeps one error for the file, and it is the cause, even when a
-// block that only found the temporary file gone replied first. (CI once
-// reported only "temporary file is gone" for a --verify checksum mismatch.)
+// block that only found the temporary file gone replied first: a --verify
+// checksum mismatch is reported as such, not as "temporary file is gone".
 func TestTrackerSplitErrorPrefersCause(t *testing.T) {
 	e := treewalk.Entry{Path: "media/victim.bin", Kind: treewalk.KindFile, Size: 3 << 20}
 	blocks := make([]transfer.Item, 3)

@@ -259,3 +259,6 @@ func processUmask() uint32 {
 	}
 	return defaultUmask
 }
+
+// octal formats a mode as chmod(1) takes it ("0755").
+func octal(m uint32) string { return "0" + strconv.FormatUint(uint64(m), 8) }

@@ -24,7 +24,7 @@ import (
 // RsyncQuickCheck counts the regular files that the rsync transfer is
 // about to send (and their bytes): those that DST does not hold as a
 // regular file of the same size and the same mtime to the second, which is
-// what protocol 27 compares.
+// what protocol 27 compares. It writes nothing; the error is ctx's only.
 func (w *Writer) RsyncQuickCheck(ctx context.Context, entries []treewalk.Entry) (files int, bytes int64, err error) {
 	_, err = w.pass(ctx, entries, func(cur *dirCursor, _ int, e *treewalk.Entry) error {
 		if !e.HasData() {
