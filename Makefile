@@ -30,8 +30,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzFrames$$' -fuzztime $(FUZZTIME) ./transfer/
 	$(GO) test -run '^$$' -fuzz '^FuzzMessages$$' -fuzztime $(FUZZTIME) ./transfer/
 	$(GO) test -run '^$$' -fuzz '^FuzzValidPath$$' -fuzztime $(FUZZTIME) ./treewalk/
-	$(GO) test -run '^$$' -fuzz '^FuzzTarPath$$' -fuzztime $(FUZZTIME) ./restore/
-	$(GO) test -run '^$$' -fuzz '^FuzzTarExtract$$' -fuzztime $(FUZZTIME) ./restore/
+	$(GO) test -run '^$$' -fuzz '^FuzzTarPath$$' -fuzztime $(FUZZTIME) ./restore/dest/
+	$(GO) test -run '^$$' -fuzz '^FuzzTarExtract$$' -fuzztime $(FUZZTIME) ./restore/dest/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFindList$$' -fuzztime $(FUZZTIME) ./restore/
 
 # As root: a network namespace with a shaped link (LAB_RATE, LAB_DELAY) and

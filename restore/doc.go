@@ -79,7 +79,7 @@
 // Errors: per-item failures (an unreadable or changed source file, a full
 // or read-only DST, a --verify mismatch, a failed commit) go into
 // Report.Errors and the run goes on; the command exits 23 at the end.
-// Run-fatal failures (transfer.ErrConnect, ErrProtocol, ErrTimeout, a
+// Run-fatal failures (transport.ErrConnect and ErrTimeout, transfer.ErrProtocol, a
 // stream that breaks, DST that cannot be opened, ErrUsage) end the run and
 // are Run's error; the first stream failure is the error, not what the
 // other streams see as they are torn down. context.Canceled is never a

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/restoresync/restoresync/restore"
+	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -97,15 +98,15 @@ func TestRestoreSetIDCases(t *testing.T) {
 	}.build(t, src)
 	cases := []struct {
 		name       string
-		opts       restore.OwnerOptions
+		opts       dest.OwnerOptions
 		suid, sgid uint32 // mode bits expected on the files
 	}{
-		{"plain", restore.OwnerOptions{}, 0o4755, 0o2755},
-		{"numeric-ids", restore.OwnerOptions{NumericIDs: true}, 0o4755, 0o2755},
-		{"chown", restore.OwnerOptions{Chown: "nobody:nogroup"}, 0o755, 0o755},
-		{"chown keep-setid", restore.OwnerOptions{Chown: "nobody:nogroup", KeepSetID: true}, 0o4755, 0o2755},
-		{"usermap", restore.OwnerOptions{Usermap: []string{"*:nobody"}}, 0o755, 0o2755},
-		{"usermap keep-setid", restore.OwnerOptions{Usermap: []string{"*:nobody"}, KeepSetID: true}, 0o4755, 0o2755},
+		{"plain", dest.OwnerOptions{}, 0o4755, 0o2755},
+		{"numeric-ids", dest.OwnerOptions{NumericIDs: true}, 0o4755, 0o2755},
+		{"chown", dest.OwnerOptions{Chown: "nobody:nogroup"}, 0o755, 0o755},
+		{"chown keep-setid", dest.OwnerOptions{Chown: "nobody:nogroup", KeepSetID: true}, 0o4755, 0o2755},
+		{"usermap", dest.OwnerOptions{Usermap: []string{"*:nobody"}}, 0o755, 0o2755},
+		{"usermap keep-setid", dest.OwnerOptions{Usermap: []string{"*:nobody"}, KeepSetID: true}, 0o4755, 0o2755},
 	}
 	for _, mc := range methodCases {
 		for _, c := range cases {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync/atomic"
 
+	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
 )
 
@@ -92,7 +93,7 @@ func (ob *observer) file(path string, size int64, action string) {
 // progressWriter is the safe writer counting whole items' bytes as it
 // reads them. It keeps the Writer's other methods (OpenBasis for deltas).
 type progressWriter struct {
-	*Writer
+	*dest.Writer
 	ob *observer
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/transport"
 )
@@ -60,7 +61,7 @@ func openSession(ctx context.Context, o Options, sel selection, src, dst transpo
 		}
 		wo := o.writerOptions(sel)
 		wo.Delta = !o.WholeFile
-		w, err := NewWriter(dst.Path, wo)
+		w, err := dest.NewWriter(dst.Path, wo)
 		if err != nil {
 			p.close(true)
 			return nil, err
@@ -85,7 +86,7 @@ func openSession(ctx context.Context, o Options, sel selection, src, dst transpo
 		if err != nil {
 			return nil, err
 		}
-		w, err := NewWriter(dst.Path, o.writerOptions(sel))
+		w, err := dest.NewWriter(dst.Path, o.writerOptions(sel))
 		if err != nil {
 			ls.Close()
 			return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -102,7 +103,7 @@ func (r *Report) addError(path string, err error) {
 // bytes in MB (10^6 bytes), seconds and MB/s of payload.
 func (r *Report) Summary() string {
 	if r.DryRun {
-		del, other := itemizedChanges(r.Changes)
+		del, other := dest.ItemizedChanges(r.Changes)
 		entries := func(n int) string { return strings.Replace(count(n, "entry"), "entrys", "entries", 1) }
 		s := fmt.Sprintf("dry run, nothing written: %s to create or update, %s to delete [%s]", entries(other), entries(del), r.Method)
 		if n := len(r.Errors); n > 0 {

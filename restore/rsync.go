@@ -10,6 +10,7 @@ import (
 	"github.com/gokrazy/rsync/rsyncclient"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/transport"
 	"github.com/restoresync/restoresync/treewalk"
@@ -70,7 +71,7 @@ func runRsync(ctx context.Context, o Options, src, dst transport.Location, rep *
 		}
 		wo.NoXattrs, wo.NoACLs = true, true
 	}
-	w, err := NewWriter(dst.Path, wo)
+	w, err := dest.NewWriter(dst.Path, wo)
 	if err != nil {
 		return err
 	}
@@ -201,10 +202,10 @@ func findList(ctx context.Context, cd transport.CommandDialer, root string, conn
 
 // run transfers with gokrazy's receiver into dstPath, then completes the
 // tree through w.
-func (p *rsyncPull) run(ctx context.Context, w *Writer, dstPath string, rep *Report) error {
+func (p *rsyncPull) run(ctx context.Context, w *dest.Writer, dstPath string, rep *Report) error {
 	entries := p.list.Entries
 	rep.addList(p.list)
-	need, bytes, err := w.rsyncQuickCheck(ctx, entries)
+	need, bytes, err := w.RsyncQuickCheck(ctx, entries)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/transport"
 	"github.com/restoresync/restoresync/treewalk"
@@ -29,7 +30,7 @@ type Options struct {
 	Compression transfer.Compression
 	// Writer configures the receiving side (owners, modes, block size,
 	// write buffer).
-	Writer WriterOptions
+	Writer dest.WriterOptions
 	// ReadBufferBytes is the size of each stream's disk read buffer on the
 	// sending side, local or remote; 0 means 256 KiB.
 	ReadBufferBytes int
@@ -131,7 +132,7 @@ func (o *Options) applyDefaults() {
 	if o.ReadBufferBytes <= 0 {
 		o.ReadBufferBytes = 256 << 10 // one chunk per read
 	}
-	o.Writer.applyDefaults()
+	o.Writer.ApplyDefaults()
 }
 
 // Run restores Src into Dst. It returns the report and, separately, an error

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/transport"
 	"github.com/restoresync/restoresync/treewalk"
@@ -272,7 +273,7 @@ func openLocalSource(s selection, srcPath string) (*transfer.LocalSource, error)
 // writerOptions are o.Writer with the selection's parts: the scope and
 // filters for Delete and Itemize, DryRun, and rsync's rule that --delete
 // implies --force.
-func (o *Options) writerOptions(s selection) WriterOptions {
+func (o *Options) writerOptions(s selection) dest.WriterOptions {
 	wo := o.Writer
 	wo.Roots = s.scope
 	wo.Filters = s.sel.Filters

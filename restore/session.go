@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/treewalk"
 )
@@ -64,7 +65,7 @@ type session interface {
 // localSession restores from a local tree into a local one.
 type localSession struct {
 	src  *transfer.LocalSource
-	w    *Writer
+	w    *dest.Writer
 	jobs int
 	ob   *observer
 }

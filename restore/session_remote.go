@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/treewalk"
 )
@@ -11,7 +12,7 @@ import (
 // pullSession restores from a remote sender into a local writer.
 type pullSession struct {
 	p  *pool
-	w  *Writer
+	w  *dest.Writer
 	ob *observer
 }
 

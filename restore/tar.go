@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/transport"
-	"github.com/restoresync/restoresync/treewalk"
 )
 
 // MethodTar: the remote agent sends the tree as POSIX pax tar archives, one
@@ -74,21 +72,17 @@ func runTar(ctx context.Context, o Options, src, dst transport.Location, rep *Re
 		}
 		return err
 	}
-	w, err := NewWriter(dst.Path, o.Writer)
+	x, err := openExtractor(o, dst.Path, true)
 	if err != nil {
 		first.close(true)
 		return err
 	}
-	defer w.Close()
-	x := newExtractor(w, rep)
-	x.ob = o.ob
-	x.ob.start(-1, -1)
-	x.protoErr = transfer.ErrProtocol
+	defer closeExtractor(x, rep)
 
 	var mu sync.Mutex
 	streams := []*tarStream{first}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return first.extract(gctx, x) })
+	g.Go(func() error { return first.extract(gctx, x, o.ob) })
 	for k := 1; k < o.Jobs; k++ {
 		g.Go(func() error {
 			ts, err := dialTar(gctx, d, hello(k), o.timeouts())
@@ -99,12 +93,12 @@ func runTar(ctx context.Context, o Options, src, dst transport.Location, rep *Re
 			mu.Lock()
 			streams = append(streams, ts)
 			mu.Unlock()
-			return ts.extract(gctx, x)
+			return ts.extract(gctx, x, o.ob)
 		})
 	}
 	err = g.Wait()
 	if err == nil {
-		err = x.finishAll(ctx, nil)
+		err = x.Finish(ctx)
 	}
 	var cg errgroup.Group
 	cerrs := make([]error, len(streams))
@@ -142,12 +136,12 @@ func dialTar(ctx context.Context, d transport.Dialer, h transfer.Hello, to trans
 
 // extract reads the stream's archive into x; ctx's cancellation closes the
 // stream to end a blocked read.
-func (ts *tarStream) extract(ctx context.Context, x *extractor) error {
-	x.ob.streamUp()
-	defer x.ob.streamDown()
+func (ts *tarStream) extract(ctx context.Context, x *dest.Extractor, ob *observer) error {
+	ob.streamUp()
+	defer ob.streamDown()
 	stop := context.AfterFunc(ctx, func() { ts.s.Close() })
 	defer stop()
-	err := x.extract(ctx, ts.c.TarReader(), true)
+	err := x.Extract(ctx, ts.c.TarReader())
 	if err != nil && ctx.Err() == nil {
 		if msg := ts.s.Stderr(); msg != "" {
 			err = fmt.Errorf("%w; remote stderr: %s", err, strings.TrimSpace(msg))
@@ -177,15 +171,4 @@ func agentMissing(err error) bool {
 		}
 	}
 	return false
-}
-
-// rootEntry is the metadata a destination gets when an archive has no "./"
-// entry and the restore created the destination: a directory as tar makes
-// it (0755, now, owned by the user running the restore). It is nil when the
-// destination existed: its metadata is left alone.
-func rootEntry(existed bool) *treewalk.Entry {
-	if existed {
-		return nil
-	}
-	return &treewalk.Entry{Path: ".", Kind: treewalk.KindDir, Mode: 0o755, Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), MtimeNs: time.Now().UnixNano()}
 }

@@ -84,22 +84,18 @@ func runTarInput(ctx context.Context, o Options, src, dst transport.Location, re
 		return fmt.Errorf("archive %s: %w", name, err)
 	}
 	rep.Compression = codec
-	_, statErr := os.Lstat(dst.Path)
-	w, err := NewWriter(dst.Path, o.Writer)
+	x, err := openExtractor(o, dst.Path, false)
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	x := newExtractor(w, rep)
-	x.ob = o.ob
-	x.ob.start(-1, -1)
-	if err := x.extract(ctx, ar, false); err != nil {
+	defer closeExtractor(x, rep)
+	if err := x.Extract(ctx, ar); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return fmt.Errorf("archive %s: %w", name, err)
 	}
-	if err := x.finishAll(ctx, rootEntry(statErr == nil)); err != nil {
+	if err := x.Finish(ctx); err != nil {
 		return err
 	}
 	return ctx.Err()

@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
 
+	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/transport"
 )
@@ -65,22 +65,18 @@ func runTarAgentless(ctx context.Context, o Options, d transport.Dialer, src, ds
 	if err != nil {
 		return fmt.Errorf("agent-less tar on %s: %w", src.Host, err)
 	}
-	_, statErr := os.Lstat(dst.Path)
-	w, err := NewWriter(dst.Path, o.Writer)
+	x, err := openExtractor(o, dst.Path, false)
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	x := newExtractor(w, rep)
-	x.ob = o.ob
-	x.ob.start(-1, -1)
-	err = x.extract(ctx, ar, false)
+	defer closeExtractor(x, rep)
+	err = x.Extract(ctx, ar)
 	if err == nil {
 		// The archive ended: what follows is the remote command's exit.
 		if _, derr := io.Copy(io.Discard, ar); derr != nil && ctx.Err() == nil {
-			x.fail(".", fmt.Errorf("remote tar: %w", derr))
+			x.Fail(".", fmt.Errorf("remote tar: %w", derr))
 		}
-		err = x.finishAll(ctx, rootEntry(statErr == nil))
+		err = x.Finish(ctx)
 	} else if ctx.Err() == nil {
 		err = fmt.Errorf("agent-less tar on %s: %w", src.Host, err)
 	}
@@ -144,7 +140,7 @@ func remoteTarCommand(dir string, c transfer.Compression) (string, error) {
 // and --sparse, each unless the restore leaves it out, and each only if
 // the remote's tar lists it in its --help (older or other tars, or a GNU
 // tar built without ACL support, send the tree without them).
-func remoteTarMetaFlags(cmd string, o WriterOptions) string {
+func remoteTarMetaFlags(cmd string, o dest.WriterOptions) string {
 	var probe strings.Builder
 	for _, f := range []struct {
 		off  bool

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
 )
 
@@ -30,7 +31,7 @@ func TestRemoteTarMetaFlags(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd = remoteTarMetaFlags(cmd, WriterOptions{NoXattrs: off, NoACLs: off, NoSparse: off})
+		cmd = remoteTarMetaFlags(cmd, dest.WriterOptions{NoXattrs: off, NoACLs: off, NoSparse: off})
 		out, err := exec.Command("sh", "-c", cmd).Output()
 		if err != nil {
 			t.Fatalf("%s: %v", cmd, err)

@@ -54,36 +54,29 @@ func FdPath(dirfd int, name string) string {
 // call's. Safe for concurrent use.
 func ListXattrsAt(dirfd int, name string) ([]Xattr, error) {
 	a := XattrAt{Dirfd: dirfd, Name: name}
-	names, err := a.names()
+	names, err := a.Names()
 	if err != nil || len(names) == 0 {
 		return nil, err
 	}
 	out := make([]Xattr, 0, len(names))
-	buf := make([]byte, 4<<10)
 	for _, n := range names {
-		for {
-			sz, err := a.Get(n, buf)
-			if err == unix.ERANGE && len(buf) < XattrValueMax {
-				buf = make([]byte, XattrValueMax)
-				continue
-			}
-			if err == unix.ENODATA {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("getxattr %s: %w", n, err)
-			}
-			out = append(out, Xattr{Name: n, Value: slices.Clone(buf[:sz])})
-			break
+		v, ok, err := a.Value(n)
+		if err != nil {
+			return nil, fmt.Errorf("getxattr %s: %w", n, err)
+		}
+		if ok {
+			out = append(out, Xattr{Name: n, Value: v})
 		}
 	}
 	return out, nil
 }
 
 // XattrAt reaches the extended attributes of Name in the directory open
-// at Dirfd (of that directory itself when Name is ""), never following a
-// symlink at Name: listxattrat and getxattrat (Linux 6.13), else the
-// l*xattr calls on FdPath. Its methods are safe for concurrent use.
+// at Dirfd, never following a symlink at Name, or, when Name is "", those
+// of the file open at Dirfd itself, whatever its type: listxattrat and
+// getxattrat (Linux 6.13), else the l*xattr calls on FdPath (the f*xattr
+// calls on Dirfd when Name is ""). No path from outside Dirfd is ever
+// resolved. Its methods are safe for concurrent use.
 type XattrAt struct {
 	Dirfd int
 	Name  string
@@ -120,6 +113,9 @@ func (a XattrAt) List(buf []byte) (int, error) {
 			return int(r), nil
 		}
 		xattrAtMissing.Store(true)
+	}
+	if a.Name == "" {
+		return unix.Flistxattr(a.Dirfd, buf)
 	}
 	return unix.Llistxattr(FdPath(a.Dirfd, a.Name), buf)
 }
@@ -159,11 +155,16 @@ func (a XattrAt) Get(attr string, buf []byte) (int, error) {
 		}
 		xattrAtMissing.Store(true)
 	}
+	if a.Name == "" {
+		return unix.Fgetxattr(a.Dirfd, attr, buf)
+	}
 	return unix.Lgetxattr(FdPath(a.Dirfd, a.Name), attr, buf)
 }
 
-// names lists the xattr names, sorted.
-func (a XattrAt) names() ([]string, error) {
+// Names lists the names of the extended attributes, sorted; none (and no
+// error) where the file system has no xattr support (ENOTSUP). Errors are
+// the system call's, wrapped as "listxattr: ...".
+func (a XattrAt) Names() ([]string, error) {
 	buf := make([]byte, 1<<10)
 	for {
 		n, err := a.List(buf)
@@ -184,6 +185,26 @@ func (a XattrAt) names() ([]string, error) {
 		}
 		slices.Sort(names)
 		return names, nil
+	}
+}
+
+// Value returns the value of the extended attribute attr, of at most
+// XattrValueMax bytes, in a new slice; ok is false when there is no such
+// attribute (ENODATA). Errors are the system call's.
+func (a XattrAt) Value(attr string) (v []byte, ok bool, err error) {
+	buf := make([]byte, 4<<10)
+	for {
+		n, err := a.Get(attr, buf)
+		switch {
+		case err == unix.ERANGE && len(buf) < XattrValueMax:
+			buf = make([]byte, XattrValueMax)
+			continue
+		case err == unix.ENODATA:
+			return nil, false, nil
+		case err != nil:
+			return nil, false, err
+		}
+		return slices.Clone(buf[:n]), true, nil
 	}
 }
 

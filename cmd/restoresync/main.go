@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/restoresync/restoresync/restore"
+	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/transport"
 )
@@ -113,7 +114,7 @@ func exitCode(ctx context.Context, err error) int {
 	switch {
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.Is(err, restore.ErrUsage), isFlagError(err), errors.As(err, new(*restore.SpecError)),
+	case errors.Is(err, restore.ErrUsage), isFlagError(err), errors.As(err, new(*dest.SpecError)),
 		strings.HasPrefix(err.Error(), "unknown command"):
 		return exitUsage
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/restoresync/restoresync/restore"
+	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/transport"
 )
@@ -36,7 +37,7 @@ type restoreOptions struct {
 // newRestoreOptions returns the restore flags' defaults.
 func newRestoreOptions() *restoreOptions {
 	o := &restoreOptions{
-		blockSize: byteSize(restore.DefaultBlockSize),
+		blockSize: byteSize(dest.DefaultBlockSize),
 		readBuf:   256 << 10,
 		writeBuf:  1 << 20,
 	}
@@ -154,7 +155,7 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 		return err
 	}
 	// Check the owner and mode options before connecting anywhere.
-	if _, err := restore.NewOwnerPolicy(r.Writer.Owner, restore.SystemIDs()); err != nil {
+	if _, err := dest.NewOwnerPolicy(r.Writer.Owner, dest.SystemIDs()); err != nil {
 		return &exitError{exitUsage, err}
 	}
 	errOut := cmd.ErrOrStderr()

@@ -1,7 +1,6 @@
-package restore
+package dest
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"unsafe"
@@ -96,11 +95,6 @@ func readDirNames(fd int) ([]string, error) {
 		_, _, names = unix.ParseDirent(buf[:n], -1, names)
 	}
 }
-
-// ErrNonEmptyDir is a per-entry error: the source has a file or symlink
-// where the destination has a directory with something in it. Like rsync,
-// restoresync does not delete it unless told to (--force).
-var ErrNonEmptyDir = errors.New("a non-empty directory is in the way (not deleted; --force deletes it)")
 
 // renameReplacing renames from to to within dirfd, replacing whatever is at
 // to. A directory there (the source has another type) is removed first if

@@ -1,4 +1,4 @@
-package restore
+package dest
 
 import (
 	"errors"
@@ -40,13 +40,6 @@ type idRule struct {
 type idMap struct {
 	rules []idRule
 }
-
-var (
-	errIDMapNoColon = errors.New("no colon between FROM and TO")
-	errIDMapNoTo    = errors.New("no name or id after the colon")
-	errIDMapRange   = errors.New("range LOW-HIGH needs LOW <= HIGH, both numeric ids")
-	errIDMapBadID   = errors.New("id out of range (0-4294967294)")
-)
 
 // parseIDMap parses the values of one kind of map option (flag is
 // "--usermap" or "--groupmap", used in errors) in order: each value is a

@@ -1,4 +1,4 @@
-package restore
+package dest
 
 import (
 	"context"
@@ -39,33 +39,25 @@ func (w *Writer) settleRoot(entries []treewalk.Entry) error {
 // directory's owner, mode and mtime, so that writing the children cannot
 // disturb them afterwards.
 func (w *Writer) Finish(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
-	var errs []*treewalk.PathError
-	fail := func(e *treewalk.Entry, err error) {
-		errs = append(errs, &treewalk.PathError{Path: e.Path, Err: err})
-	}
-	cur := &dirCursor{w: w}
-	defer cur.close()
-	for i := range entries {
-		if i%1024 == 0 && ctx.Err() != nil {
-			return errs, ctx.Err()
-		}
-		e := &entries[i]
-		var err error
+	errs, err := w.pass(ctx, entries, func(cur *dirCursor, _ int, e *treewalk.Entry) error {
 		switch {
 		case e.Kind == treewalk.KindSymlink:
-			err = w.symlink(cur, e)
+			return w.symlink(cur, e)
 		case e.Kind == treewalk.KindFifo && w.opts.NoSpecials,
 			(e.Kind == treewalk.KindCharDev || e.Kind == treewalk.KindBlkDev) && w.opts.NoDevices:
 		case e.Kind == treewalk.KindFifo || e.Kind == treewalk.KindCharDev || e.Kind == treewalk.KindBlkDev:
-			err = w.special(cur, e)
+			return w.special(cur, e)
 		case e.IsHardlink():
-			err = w.hardlink(cur, e)
+			return w.hardlink(cur, e)
 		}
-		if err != nil {
-			fail(e, err)
-		}
+		return nil
+	})
+	if err != nil {
+		return errs, err
 	}
-	cur.close()
+	fail := func(e *treewalk.Entry, err error) {
+		errs = append(errs, &treewalk.PathError{Path: e.Path, Err: err})
+	}
 	if err := w.settleRoot(entries); err != nil {
 		fail(&treewalk.Entry{Path: "."}, err)
 	}

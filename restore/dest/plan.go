@@ -1,52 +1,14 @@
-package restore
+package dest
 
 import (
 	"context"
 	"fmt"
-	"path"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/treewalk"
 )
-
-// dirCursor keeps the descriptor of the directory last resolved, so that a
-// pass over a file list (which groups entries by directory) opens each
-// directory once. Not safe for concurrent use.
-type dirCursor struct {
-	w   *Writer
-	dir string
-	fd  int
-}
-
-// parent returns the descriptor of rel's directory (owned by the cursor)
-// and rel's last component.
-func (c *dirCursor) parent(rel string) (int, string, error) {
-	dir, base := path.Split(rel)
-	if dir == "" {
-		dir = "."
-	} else {
-		dir = dir[:len(dir)-1]
-	}
-	if c.fd > 0 && c.dir == dir {
-		return c.fd, base, nil
-	}
-	c.close()
-	fd, err := openDirBeneath(c.w.rootFd, dir)
-	if err != nil {
-		return -1, "", fmt.Errorf("open directory %s: %w", dir, err)
-	}
-	c.dir, c.fd = dir, fd
-	return fd, base, nil
-}
-
-func (c *dirCursor) close() {
-	if c.fd > 0 {
-		unix.Close(c.fd)
-	}
-	c.fd, c.dir = 0, ""
-}
 
 // Plan implements transfer.Sink. In list order it creates missing
 // directories (mode 0700 until Finish; anything else in the way, a planted
@@ -62,34 +24,26 @@ func (w *Writer) Plan(ctx context.Context, entries []treewalk.Entry) (transfer.P
 		res.Errors = append(res.Errors, &treewalk.PathError{Path: ".", Err: err})
 	}
 	var bases []basisFile
-	cur := &dirCursor{w: w}
-	defer cur.close()
-	for i := range entries {
-		if i%1024 == 0 && ctx.Err() != nil {
-			return res, ctx.Err()
-		}
-		e := &entries[i]
-		var err error
+	errs, err := w.pass(ctx, entries, func(cur *dirCursor, i int, e *treewalk.Entry) error {
 		switch {
 		case e.Kind == treewalk.KindDir && e.Path != ".":
-			err = w.mkdir(cur, e)
+			return w.mkdir(cur, e)
 		case e.HasData():
-			var need bool
-			var basisSize int64
-			need, basisSize, err = w.check(cur, e)
+			need, basisSize, err := w.check(cur, e)
 			if need && err == nil {
 				res.Need = append(res.Need, i)
 				if basisSize > 0 && e.Size > 0 && w.opts.Delta {
 					bases = append(bases, basisFile{i, basisSize})
 				}
 			}
+			return err
 		}
-		if err != nil {
-			res.Errors = append(res.Errors, &treewalk.PathError{Path: e.Path, Err: err})
-		}
+		return nil
+	})
+	res.Errors = append(res.Errors, errs...)
+	if err != nil {
+		return res, err
 	}
-	cur.close()
-	var err error
 	res.Signatures, err = w.signatures(ctx, entries, bases)
 	return res, err
 }

@@ -1,4 +1,4 @@
-package restore
+package dest
 
 import (
 	"context"
@@ -38,8 +38,6 @@ func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool
 			lines = append(lines, "*deleting   "+p)
 		}
 	}
-	cur := &dirCursor{w: w}
-	defer cur.close()
 	// resent: the leaders of hardlink groups, true once their line says
 	// that their data is sent (a new inode on DST).
 	resent := map[string]bool{}
@@ -48,11 +46,7 @@ func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool
 			resent[entries[i].LinkTo] = false
 		}
 	}
-	for i := range entries {
-		if i%1024 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		e := &entries[i]
+	_, err := w.pass(ctx, entries, func(cur *dirCursor, _ int, e *treewalk.Entry) error {
 		l := w.itemize(cur, e, resent)
 		if _, leader := resent[e.Path]; leader && strings.HasPrefix(l, ">") {
 			resent[e.Path] = true
@@ -60,6 +54,10 @@ func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool
 		if l != "" {
 			lines = append(lines, l)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return lines, nil
 }
@@ -211,9 +209,9 @@ func kindMode(k treewalk.Kind) uint32 {
 	return 0
 }
 
-// itemizedChanges counts the lines of Itemize that change something:
-// deletions and the rest.
-func itemizedChanges(lines []string) (deletions, others int) {
+// ItemizedChanges counts the lines of Itemize (each a change): deletions,
+// and the rest. A pure function.
+func ItemizedChanges(lines []string) (deletions, others int) {
 	for _, l := range lines {
 		if strings.HasPrefix(l, "*deleting") {
 			deletions++

@@ -1,4 +1,4 @@
-package restore
+package dest
 
 import (
 	"bytes"
@@ -33,31 +33,19 @@ import (
 // its directory's default ACL, which an exact restore must not keep.
 
 // xattrTarget is where an entry's xattrs are read and written: an open
-// descriptor, or a path for the l*xattr calls.
+// descriptor (f*xattr calls), or a name in an open directory, reached as
+// treewalk.FdPath without following it (l*xattr calls). Reads go through
+// treewalk.XattrAt, the one lister of the project.
 type xattrTarget struct {
-	fd   int              // >= 0: the f*xattr calls
-	at   treewalk.XattrAt // else: reads through it
-	path string           // and writes with the l*xattr calls
+	at   treewalk.XattrAt // reads: Name "" for the descriptor itself
+	fd   int              // >= 0: writes with the f*xattr calls on it
+	path string           // else: writes with the l*xattr calls on it
 }
 
-func fdTarget(fd int) xattrTarget { return xattrTarget{fd: fd} }
+func fdTarget(fd int) xattrTarget { return xattrTarget{at: treewalk.XattrAt{Dirfd: fd}, fd: fd} }
 
 func pathTarget(dirfd int, name string) xattrTarget {
 	return xattrTarget{fd: -1, at: treewalk.XattrAt{Dirfd: dirfd, Name: name}, path: treewalk.FdPath(dirfd, name)}
-}
-
-func (t xattrTarget) list(buf []byte) (int, error) {
-	if t.fd >= 0 {
-		return unix.Flistxattr(t.fd, buf)
-	}
-	return t.at.List(buf)
-}
-
-func (t xattrTarget) get(name string, buf []byte) (int, error) {
-	if t.fd >= 0 {
-		return unix.Fgetxattr(t.fd, name, buf)
-	}
-	return t.at.Get(name, buf)
 }
 
 func (t xattrTarget) set(name string, value []byte) error {
@@ -75,47 +63,10 @@ func (t xattrTarget) remove(name string) error {
 }
 
 // names lists the target's xattr names; none without xattr support.
-func (t xattrTarget) names() ([]string, error) {
-	buf := make([]byte, 512)
-	for {
-		n, err := t.list(buf)
-		if err == unix.ERANGE && len(buf) < 64<<10 {
-			buf = make([]byte, 64<<10)
-			continue
-		}
-		if err == unix.ENOTSUP {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("listxattr: %w", err)
-		}
-		var out []string
-		for _, s := range strings.Split(string(buf[:n]), "\x00") {
-			if s != "" {
-				out = append(out, s)
-			}
-		}
-		return out, nil
-	}
-}
+func (t xattrTarget) names() ([]string, error) { return t.at.Names() }
 
 // value returns the value of name, or ok false if it has none.
-func (t xattrTarget) value(name string) (v []byte, ok bool, err error) {
-	buf := make([]byte, 1<<10)
-	for {
-		n, err := t.get(name, buf)
-		switch {
-		case err == unix.ERANGE && len(buf) < treewalk.XattrValueMax:
-			buf = make([]byte, treewalk.XattrValueMax)
-			continue
-		case err == unix.ENODATA:
-			return nil, false, nil
-		case err != nil:
-			return nil, false, err
-		}
-		return buf[:n], true, nil
-	}
-}
+func (t xattrTarget) value(name string) (v []byte, ok bool, err error) { return t.at.Value(name) }
 
 // xattrPart selects the attributes one step of applyMeta syncs.
 type xattrPart int

@@ -1,8 +1,7 @@
-package restore
+package dest
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -122,14 +121,6 @@ const (
 	opSub   = '-'
 	opEqual = '='
 	opOctal = '0' // an absolute octal mode
-)
-
-var (
-	errChmodEmpty    = errors.New("empty item")
-	errChmodScope    = errors.New(`both "D" and "F" given`)
-	errChmodNoOp     = errors.New("missing operator (+, - or =) or octal mode")
-	errChmodOctal    = errors.New("octal mode must be 0-7 digits no greater than 7777")
-	errChmodWhoOctal = errors.New("octal mode after a class letter")
 )
 
 // parseChmodItem parses one item: [DF]*[ugoa]*[-+=][rwxXst]* or [DF]*octal.
@@ -268,3 +259,6 @@ func processUmask() uint32 {
 	}
 	return defaultUmask
 }
+
+// octal formats a mode as chmod(1) takes it ("0755").
+func octal(m uint32) string { return "0" + strconv.FormatUint(uint64(m), 8) }

@@ -1,10 +1,9 @@
-package restore
+package dest
 
 import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -22,29 +21,27 @@ import (
 // mtime, then Writer.Finish makes symlinks, special files and hardlinks and
 // sets directory metadata.
 
-// rsyncQuickCheck counts the regular files that the rsync transfer is
+// RsyncQuickCheck counts the regular files that the rsync transfer is
 // about to send (and their bytes): those that DST does not hold as a
 // regular file of the same size and the same mtime to the second, which is
-// what protocol 27 compares.
-func (w *Writer) rsyncQuickCheck(ctx context.Context, entries []treewalk.Entry) (files int, bytes int64, err error) {
-	cur := &dirCursor{w: w}
-	defer cur.close()
-	for i := range entries {
-		if i%1024 == 0 && ctx.Err() != nil {
-			return 0, 0, ctx.Err()
-		}
-		e := &entries[i]
+// what protocol 27 compares. It writes nothing; the error is ctx's only.
+func (w *Writer) RsyncQuickCheck(ctx context.Context, entries []treewalk.Entry) (files int, bytes int64, err error) {
+	_, err = w.pass(ctx, entries, func(cur *dirCursor, _ int, e *treewalk.Entry) error {
 		if !e.HasData() {
-			continue
+			return nil
 		}
 		if dirfd, base, err := cur.parent(e.Path); err == nil {
 			st, err := lstatAt(dirfd, base)
 			if err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == e.Size && st.Mtim.Sec == floorSec(e.MtimeNs) {
-				continue
+				return nil
 			}
 		}
 		files++
 		bytes += e.Size
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
 	}
 	return files, bytes, nil
 }
@@ -69,22 +66,12 @@ func floorSec(ns int64) int64 {
 // with the same entries afterwards. Not for concurrent use with other
 // writes to the same files.
 func (w *Writer) FixRsync(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
-	var errs []*treewalk.PathError
-	cur := &dirCursor{w: w}
-	defer cur.close()
-	for i := range entries {
-		if i%1024 == 0 && ctx.Err() != nil {
-			return errs, ctx.Err()
-		}
-		e := &entries[i]
+	return w.pass(ctx, entries, func(cur *dirCursor, _ int, e *treewalk.Entry) error {
 		if !e.HasData() {
-			continue
+			return nil
 		}
-		if err := w.fixPlaced(cur, e); err != nil {
-			errs = append(errs, &treewalk.PathError{Path: e.Path, Err: err})
-		}
-	}
-	return errs, nil
+		return w.fixPlaced(cur, e)
+	})
 }
 
 // fixPlaced sets the metadata of one regular file placed by rsync.
@@ -127,30 +114,4 @@ func (w *Writer) fixPlaced(cur *dirCursor, e *treewalk.Entry) error {
 		}
 	}
 	return w.applyMeta(fd, e)
-}
-
-// tailWriter keeps the last max bytes written to it (gokrazy's log, for
-// error messages). Safe for concurrent use.
-type tailWriter struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-// Write appends p, keeping only the tail; it never fails.
-func (t *tailWriter) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-// String returns the kept bytes.
-func (t *tailWriter) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

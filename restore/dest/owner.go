@@ -1,8 +1,7 @@
-package restore
+package dest
 
 import (
 	"errors"
-	"fmt"
 	"os/user"
 	"strconv"
 	"strings"
@@ -10,29 +9,6 @@ import (
 
 	"github.com/restoresync/restoresync/treewalk"
 )
-
-// ErrUnknownName is wrapped by the error NewOwnerPolicy returns when a TO
-// name of --usermap, --groupmap or --chown is not a user or group on this
-// host. (rsync only warns and leaves such files unmapped; we refuse to start,
-// so that a typo cannot leave a tree owned by the wrong account.)
-var ErrUnknownName = errors.New("no such user or group on this host")
-
-// SpecError reports a malformed or unusable value of an ownership or
-// permission option. errors.As finds it; Err says what is wrong and may wrap
-// ErrUnknownName.
-type SpecError struct {
-	Flag string // the option: "--chmod", "--usermap", "--groupmap" or "--chown"
-	Item string // the offending item of the value, e.g. "g=u" or "web:nosuch"
-	Err  error  // what is wrong with Item
-}
-
-// Error returns e.g. `--chmod: bad item "g=u": unexpected 'u' after the operator ...`.
-func (e *SpecError) Error() string {
-	return fmt.Sprintf("%s: bad item %q: %v", e.Flag, e.Item, e.Err)
-}
-
-// Unwrap returns e.Err.
-func (e *SpecError) Unwrap() error { return e.Err }
 
 // OwnerOptions are the receiver's ownership and permission options, as
 // rsync(1) spells them. The zero value maps owners by name and leaves modes

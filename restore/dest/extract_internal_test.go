@@ -1,4 +1,4 @@
-package restore
+package dest
 
 import (
 	"archive/tar"
@@ -34,8 +34,7 @@ func TestExtractDevicesNotRoot(t *testing.T) {
 	}
 	defer w.Close()
 	w.chown = false
-	rep := &Report{}
-	x := newExtractor(w, rep)
+	x := newExtractor(w)
 	if err := x.extract(context.Background(), &b, false); err != nil {
 		t.Fatal(err)
 	}
@@ -43,8 +42,8 @@ func TestExtractDevicesNotRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
-	for _, fe := range rep.Errors {
-		got[fe.Path] = fe.Error
+	for _, fe := range x.stats.Errors {
+		got[fe.Path] = fe.Err.Error()
 	}
 	for _, p := range []string{"null", "sda"} {
 		if !strings.Contains(got[p], "only be created by root") {

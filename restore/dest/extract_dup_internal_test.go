@@ -1,4 +1,4 @@
-package restore
+package dest
 
 import (
 	"archive/tar"
@@ -45,8 +45,7 @@ func TestExtractRepeatedNames(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer w.Close()
-			rep := &Report{}
-			x := newExtractor(w, rep)
+			x := newExtractor(w)
 			if agent {
 				x.protoErr = transfer.ErrProtocol
 			}
@@ -64,14 +63,14 @@ func TestExtractRepeatedNames(t *testing.T) {
 				return
 			}
 			repeated := 0
-			for _, fe := range rep.Errors {
-				if !strings.Contains(fe.Error, "listed twice") {
-					t.Errorf("%s: %s", fe.Path, fe.Error)
+			for _, fe := range x.stats.Errors {
+				if !strings.Contains(fe.Err.Error(), "listed twice") {
+					t.Errorf("%s: %s", fe.Path, fe.Err.Error())
 				}
 				repeated++
 			}
 			if repeated != 3 {
-				t.Errorf("errors %+v; want 3 repeated names refused", rep.Errors)
+				t.Errorf("errors %+v; want 3 repeated names refused", x.stats.Errors)
 			}
 			if got, err := os.ReadFile(filepath.Join(dst, "index.php")); err != nil || string(got) != "first" {
 				t.Errorf("agent: index.php = %q, %v; want the first entry's", got, err)

@@ -1,4 +1,4 @@
-package restore
+package dest
 
 import (
 	"archive/tar"
@@ -67,7 +67,7 @@ func FuzzTarExtract(f *testing.F) {
 
 		w, err := NewWriter(dst, WriterOptions{})
 		must(err)
-		x := newExtractor(w, &Report{})
+		x := newExtractor(w)
 		if x.extract(context.Background(), &b, false) == nil {
 			x.finishAll(context.Background(), nil)
 		}

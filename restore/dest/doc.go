@@ -1,0 +1,92 @@
+// Package dest is the safe writer: the only code that writes into a
+// destination tree (DST), whichever method restores it. The raw method's
+// streams write through a Writer (it implements transfer.Sink, ItemWriter,
+// BasisOpener, Deleter and Itemizer), tar streams through an Extractor,
+// and the rsync method's files, placed by gokrazy/rsync's receiver, are
+// completed by Writer.FixRsync. It imports treewalk, transfer (for the
+// protocol types it implements) and the standard library only, so what
+// can write into DST is auditable here.
+//
+// Guarantees of the safe writer:
+//   - nothing is written outside DST, and no symlink found on DST is
+//     followed: paths are resolved with openat2 (RESOLVE_BENEATH |
+//     RESOLVE_NO_SYMLINKS), final components with O_NOFOLLOW /
+//     AT_SYMLINK_NOFOLLOW; xattrs are read and written on an open
+//     descriptor, or through /proc/self/fd/DIRFD/NAME, never a path from
+//     DST's root;
+//   - a file appears under its final name only complete and with its
+//     owner, mode and mtime already set: it is written to a temporary name
+//     in its directory (".restoresync-<hash>.tmp"), its metadata is set on
+//     the open descriptor, then it is renamed into place;
+//   - directory modes and mtimes are set after their contents, deepest
+//     first; symlinks, hardlinks, empty files and empty directories are
+//     recreated as such;
+//   - extended attributes and POSIX ACLs are set with the rest of the
+//     metadata, in rsync's order but with xattrs after chown (owner, ACLs,
+//     mode, xattrs, mtime: see xattr_linux.go), and files that had holes
+//     get holes where their blocks are zero (sparse.go), unless
+//     WriterOptions say otherwise;
+//   - owners and modes are a pure function of the entry and the options
+//     (OwnerPolicy: --numeric-ids, --chown, --usermap, --groupmap,
+//     --chmod, as rsync(1) defines them);
+//   - a delta is rebuilt into the temporary file from DST's copy (the
+//     basis, opened without following symlinks and checked to be the
+//     regular file its signature was made from) and must match the
+//     sender's hash before the rename;
+//   - Delete removes only below the restored roots, never what the filters
+//     exclude, never through a symlink; Itemize and a DryRun Writer write
+//     nothing;
+//   - a tar archive is untrusted: every entry is checked before anything is
+//     written (see extract.go).
+//
+// Concurrency: WriteItem, Commit and OpenBasis are safe for concurrent use
+// by any number of streams, and several Writers (in several processes) may
+// work on one DST, as the streams of a push do. Plan, Finish, FixRsync,
+// RsyncQuickCheck, Delete and Itemize are passes over the whole file list:
+// call each from one goroutine, Plan before the items are written, Finish
+// after all of them. An Extractor takes one goroutine per tar stream.
+//
+// What an interruption leaves behind (a dropped stream, cancellation, a
+// killed process): completed files in place under their final names, and
+// directories with mode 0700 and the current time as mtime (but a DST
+// this Writer created, for a list without a "." entry, has its final mode
+// from Plan on). A file that fails has
+// its temporary file removed at once; Close removes those of split files
+// not committed; only a killed writer leaves temporary files. A rerun
+// skips the completed files (quick check: same size and mtime), truncates
+// and reuses the temporary names it needs, and its Finish removes the
+// stale ones and sets every directory's metadata. An interrupted Delete
+// leaves some extras, which a rerun removes.
+//
+// A restore through a Writer, the raw method:
+//
+//	w := NewWriter(dst, opts)            // DST made 0700 if missing, opened
+//	plan := w.Plan(ctx, entries)         // mkdir, quick check, split temps, signatures
+//	for each item of plan.Need, on any stream:
+//	    w.WriteItem(ctx, item, data)     // temp name, metadata on the fd, rename
+//	for each split file, once its blocks are in:
+//	    w.Commit(ctx, entry)             // metadata on the fd, rename
+//	w.Delete(ctx, entries)               // --delete: extras below the roots
+//	w.Finish(ctx, entries)               // symlinks, specials, hardlinks; dirs deepest first
+//	w.Close()                            // uncommitted split temps removed
+//
+// The tar method: NewExtractor, Extract per stream, Finish, Close. The
+// rsync method: NewWriter, RsyncQuickCheck, the rsync transfer, FixRsync,
+// Finish, Close.
+//
+// Files: doc.go — this overview; errors.go — ErrNonEmptyDir,
+// ErrUnknownName, SpecError and the parse errors; options.go —
+// WriterOptions and their defaults; writer.go — Writer, NewWriter, Close,
+// temporary names, metadata on a descriptor; cursor.go — the directory
+// cursor and the pass over a file list; plan.go — Plan (mkdir, quick
+// check); item.go — WriteItem, Commit, OpenBasis, split files;
+// signatures.go — basis signatures for deltas; finish.go — Finish
+// (symlinks, special files, hardlinks, directory metadata); delete.go —
+// Delete (--delete); itemize.go — Itemize (--itemize-changes, --dry-run);
+// fs_linux.go — symlink-proof *at operations; xattr_linux.go — xattrs and
+// ACLs on DST; sparse.go — holes; owner.go — OwnerPolicy, IDLookup;
+// idmap.go — --usermap, --groupmap; chmod.go — --chmod; extract.go —
+// Extractor; extractentry.go — one archive entry's checks and writes;
+// tarentry.go — tar header to file-list entry, pax metadata; rsyncfix.go
+// — RsyncQuickCheck, FixRsync.
+package dest

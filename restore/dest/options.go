@@ -1,0 +1,69 @@
+package dest
+
+// WriterOptions configure a Writer. The zero value is valid: owners mapped
+// by name, 16 MiB blocks, 1 MiB write buffers.
+type WriterOptions struct {
+	// Owner is the ownership and permission policy (--numeric-ids,
+	// --chown, --usermap, --groupmap, --chmod, --keep-setid).
+	Owner OwnerOptions `json:"owner"`
+	// BlockSizeBytes: files larger than this are split into blocks of this
+	// size that may arrive on different streams; 0 means 16 MiB.
+	BlockSizeBytes int64 `json:"block_size"`
+	// WriteBufferBytes is the buffer between the network and each file
+	// write; 0 means 1 MiB.
+	WriteBufferBytes int `json:"write_buffer"`
+	// Force deletes a non-empty directory that is in the way of a file or
+	// symlink (rsync's --force); without it that entry fails with
+	// ErrNonEmptyDir.
+	Force bool `json:"force,omitempty"`
+	// Delta makes Plan compute the signatures of the destination's copies
+	// of needed files, so that they can be sent as deltas (the raw method
+	// over a network sets it). Off: every needed file is sent whole.
+	Delta bool `json:"delta,omitempty"`
+
+	// Selection (--delete, --dry-run, --itemize-changes).
+	//
+	// DryRun opens DST only to compare it with a file list (Itemize):
+	// nothing is created, written or deleted, and a missing DST reads as
+	// empty. Plan, WriteItem, Commit, Finish and Delete must not be
+	// called.
+	DryRun bool `json:"dry_run,omitempty"`
+	// Roots are the restored scope for Delete and Itemize: the file-list
+	// paths of the SRCs ("." for a whole tree restored as DST). Only below
+	// those that the list has as directories is anything deleted.
+	Roots []string `json:"roots,omitempty"`
+	// Filters are the include/exclude rules of the restore, in short form
+	// ("+ PATTERN", "- PATTERN"): an entry of DST that they exclude is
+	// protected from Delete, as rsync does without --delete-excluded.
+	Filters []string `json:"filters,omitempty"`
+
+	// Extended metadata (rsync's -X, -A, -S; all on by default here).
+
+	// NoXattrs (--no-xattrs) leaves extended attributes alone: the
+	// source's are not set, and those DST has are kept.
+	NoXattrs bool `json:"no_xattrs,omitempty"`
+	// NoACLs (--no-acls) likewise for POSIX ACLs.
+	NoACLs bool `json:"no_acls,omitempty"`
+	// NoSparse (--no-sparse) writes the zeros of sparse files instead of
+	// leaving holes.
+	NoSparse bool `json:"no_sparse,omitempty"`
+	// NoSpecials (--no-specials) and NoDevices (--no-devices) leave fifos,
+	// and character and block devices, out: Finish does not create them,
+	// and whatever DST holds there is left alone.
+	NoSpecials bool `json:"no_specials,omitempty"`
+	NoDevices  bool `json:"no_devices,omitempty"`
+}
+
+// ApplyDefaults fills the zero fields of o with their defaults (NewWriter
+// does it too): 16 MiB blocks, 1 MiB write buffers.
+func (o *WriterOptions) ApplyDefaults() {
+	if o.BlockSizeBytes <= 0 {
+		o.BlockSizeBytes = DefaultBlockSize // spreads big files over streams, bounds one item's time
+	}
+	if o.WriteBufferBytes <= 0 {
+		o.WriteBufferBytes = 1 << 20 // few syscalls, still small times --jobs
+	}
+}
+
+// DefaultBlockSize is the default --block-size: 16 MiB.
+const DefaultBlockSize = 16 << 20
