@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/internal/testsshd"
 )
 
@@ -28,11 +29,7 @@ import (
 // destinations in another directory (e.g. /dev/shm, to take the disk's
 // file-creation cost out of the comparison).
 func BenchmarkRestoreVsBaselines(b *testing.B) {
-	for _, tool := range []string{"rsync", "tar", "ssh"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			b.Skipf("%s is not installed", tool)
-		}
-	}
+	testenv.RequireTool(b, "rsync", "tar", "ssh")
 	scale := os.Getenv("RESTORESYNC_BENCH_SCALE")
 	if scale == "" {
 		scale = "0.2"

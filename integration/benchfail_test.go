@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/restoresync/restoresync/bench"
+	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/internal/testsshd"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestBenchRunFailedRowExits23(t *testing.T) {
 	e2e(t)
 	t.Parallel()
-	requireTools(t, "tar", "gzip", "ssh", "scp")
+	testenv.RequireTool(t, "tar", "gzip", "ssh", "scp")
 	srv := testsshd.Start(t)
 	src := benchTree.get(t)
 	dir := t.TempDir()
