@@ -17,7 +17,7 @@ import (
 // written: the JSON results with the failed row and the good one, and each
 // of several --chart files. The test sshd has no SFTP subsystem, so
 // OpenSSH 9's scp (SFTP by default) fails the targz-scp baseline, as on
-// the trial's host.
+// any host whose sshd serves no SFTP.
 func TestBenchRunFailedRowExits23(t *testing.T) {
 	e2e(t)
 	t.Parallel()
