@@ -22,7 +22,7 @@ import (
 // Besides ns/op it reports MB/s of payload and the CPU seconds that the
 // child processes (client, ssh and, through sshd, the far side) used.
 //
-//	RESTORESYNC_BENCH_SCALE=0.3 go test -run '^$' -bench RestoreVsBaselines -benchtime 1x -count 5 ./cmd/restoresync/
+//	RESTORESYNC_BENCH_SCALE=0.3 go test -run '^$' -bench RestoreVsBaselines -benchtime 1x -count 5 ./integration/
 //
 // The tree is `bench gen --profile hosting --seed 1` at that scale (default
 // 0.2, about 120 MiB in 4,000 files). RESTORESYNC_BENCH_DST puts the
