@@ -4,7 +4,8 @@ BIN      := bin/restoresync
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 # Test packages run in parallel at go's default -p; each test makes its own
-# temp dirs, ports and sshd.
+# temp dirs, ports and sshd. integration/ drives the binary that build made
+# (RESTORESYNC_BIN), so it runs beside the package tests, not after them.
 TESTFLAGS ?= -count=1 -timeout 8m
 FUZZTIME ?= 60s
 
@@ -19,7 +20,9 @@ demo: build
 	./scripts/demo.sh $(BIN)
 
 # Installs what the tests need (openssh-server, rsync) when missing and
-# root, then runs every test. CI runs this.
+# root, builds the binary, then runs every test: the package tests and the
+# end-to-end tests of integration/ on that binary. CI runs this (CI=true:
+# a test whose tool is missing fails instead of skipping).
 test: deps build
 	RESTORESYNC_BIN=$(CURDIR)/$(BIN) $(GO) test $(TESTFLAGS) ./...
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/transport"
 )
 
@@ -23,12 +24,7 @@ import (
 // (make test installs it) and skips it elsewhere.
 func tool(t *testing.T, name string, args ...string) {
 	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed (make test installs it)", name)
-		}
-		t.Skipf("%s is not installed", name)
-	}
+	testenv.RequireTool(t, name)
 	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
 	}
@@ -197,9 +193,7 @@ func TestWriteDeltaCopySummary(t *testing.T) {
 // A source host that does not answer stops Run before anything is timed,
 // with an error wrapping transport.ErrConnect (exit 255).
 func TestRunUnreachableSource(t *testing.T) {
-	if _, err := exec.LookPath("ssh"); err != nil {
-		t.Skip("ssh is not installed")
-	}
+	testenv.RequireTool(t, "ssh")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

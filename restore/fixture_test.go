@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -208,7 +209,7 @@ func assertSameTree(t testing.TB, src, dst string) {
 // exact.
 func rsyncSame(t testing.TB, src, dst string) {
 	t.Helper()
-	requireTool(t, "rsync")
+	testenv.RequireTool(t, "rsync")
 	out, err := exec.Command("rsync", "-aHni", "--checksum", "--specials", "--devices", "--delete", src+"/", dst+"/").CombinedOutput()
 	if err != nil {
 		t.Fatalf("rsync -aHni: %v\n%s", err, out)
@@ -219,18 +220,6 @@ func rsyncSame(t testing.TB, src, dst string) {
 			lines = append(lines[:20], "...")
 		}
 		t.Errorf("rsync sees differences between %s and %s:\n%s", src, dst, strings.Join(lines, "\n"))
-	}
-}
-
-// requireTool skips the test when a program is missing, except in CI
-// (CI=true), where a missing program is a failure: `make test` installs it.
-func requireTool(t testing.TB, name string) {
-	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed (make test installs it)", name)
-		}
-		t.Skipf("%s is not installed; run 'make test' to install it", name)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/restoresync/restoresync/internal/testenv"
 )
 
 // hardlinkTree is a SRC with a 3-member hardlink group spread over three
@@ -73,9 +75,7 @@ func groupLines(lines []string, members []string) []string {
 // arrow), a follower missing, nothing changed. Then the tree is the
 // same as rsync's.
 func TestItemizeHardlinksMatchesRsync(t *testing.T) {
-	if _, err := exec.LookPath("rsync"); err != nil {
-		t.Fatal("rsync is needed (scripts/deps.sh installs it)")
-	}
+	testenv.RequireTool(t, "rsync")
 	members := []string{"license.txt", "a/license.txt", "a/b/license.txt"}
 	later := time.Date(2024, 5, 5, 0, 0, 0, 0, time.UTC)
 	cases := []struct {

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/treewalk"
 )
@@ -30,7 +31,7 @@ import (
 func buildMetaTree(t *testing.T, root string, long255 bool) {
 	t.Helper()
 	for _, tool := range []string{"setfattr", "setfacl", "setcap"} {
-		requireTool(t, tool)
+		testenv.RequireTool(t, tool)
 	}
 	fx := accountFixture()
 	if !long255 {
@@ -135,7 +136,7 @@ func assertExact(t *testing.T, src, dst string) {
 }
 
 func TestRestoreExactMetadata(t *testing.T) {
-	requireTool(t, "rsync")
+	testenv.RequireTool(t, "rsync")
 	src := filepath.Join(t.TempDir(), "alice")
 	buildMetaTree(t, src, true)
 	// gokrazy/rsync's receiver makes its temporary files ".NAME.XXXXXX":
@@ -249,7 +250,7 @@ func TestRestoreLongPaths(t *testing.T) {
 // agent-less --method tar asks the remote's tar for) restores exactly:
 // SCHILY.xattr.*, SCHILY.acl.* and GNU's sparse pax records are read.
 func TestTarGNUArchiveMetadata(t *testing.T) {
-	requireTool(t, "tar")
+	testenv.RequireTool(t, "tar")
 	src := filepath.Join(t.TempDir(), "alice")
 	buildMetaTree(t, src, true)
 	archive := filepath.Join(t.TempDir(), "alice.tar")

@@ -11,15 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
 // The agent-less listing (GNU find's output, parsed) says what treewalk
 // says of the same tree, hardlink leaders aside (find's order is not ours).
 func TestFindListMatchesWalk(t *testing.T) {
-	if _, err := exec.LookPath("find"); err != nil {
-		t.Fatalf("GNU find is required: %v", err)
-	}
+	testenv.RequireTool(t, "find") // GNU find
 	root := filepath.Join(t.TempDir(), "it's a \"tree\"")
 	write := func(rel, data string, mode os.FileMode) {
 		p := filepath.Join(root, rel)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/treewalk"
 )
@@ -67,7 +68,7 @@ func inodeGroups(t *testing.T, root string) ([][]string, map[string]uint64) {
 // -aH with the same rules restores it; for the raw method in every
 // direction and for tar.
 func TestHardlinkGroupSplitBySelection(t *testing.T) {
-	requireTool(t, "rsync")
+	testenv.RequireTool(t, "rsync")
 	src := filepath.Join(t.TempDir(), "alice")
 	TestDir{
 		"a":    TestDir{"leader.txt": TestFile{Content: "group of three"}},

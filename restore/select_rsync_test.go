@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/treewalk"
@@ -116,9 +117,7 @@ func in(p string) treewalk.Rule { return treewalk.Rule{Include: true, Pattern: p
 // restore is a pull through the agent's code (the sender applies the
 // rules), and rsync really copies into a directory of its own.
 func TestSelectionMatchesRsync(t *testing.T) {
-	if _, err := exec.LookPath("rsync"); err != nil {
-		t.Fatal("rsync is needed (scripts/deps.sh installs it)")
-	}
+	testenv.RequireTool(t, "rsync")
 	tree := selectionTree(t)
 	cases := []struct {
 		name      string

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
 )
@@ -15,9 +16,7 @@ import (
 // The agent-less tar command line asks the real GNU tar for xattrs, ACLs
 // and holes when it supports them, and leaves each out when told to.
 func TestRemoteTarMetaFlags(t *testing.T) {
-	if _, err := exec.LookPath("setfattr"); err != nil {
-		t.Skip("setfattr is not installed (make test installs it)")
-	}
+	testenv.RequireTool(t, "setfattr")
 	dir := t.TempDir()
 	f := filepath.Join(dir, "f")
 	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/transfer"
 )
@@ -86,7 +87,7 @@ func fixturePayload(t *testing.T, root string) int64 {
 // nanoseconds), plain and compressed by the real gzip, zstd and lz4, read
 // from a file (whatever its name) and from standard input.
 func TestTarArchiveInput(t *testing.T) {
-	requireTool(t, "tar")
+	testenv.RequireTool(t, "tar")
 	src := filepath.Join(t.TempDir(), "alice")
 	accountFixture().build(t, src)
 	dir := t.TempDir()
@@ -100,7 +101,7 @@ func TestTarArchiveInput(t *testing.T) {
 		{"gzip", "alice.tar.gz", "gzip"}, {"gzip", "alice.tgz", "gzip"},
 		{"zstd", "alice.tar.zst", "zstd"}, {"lz4", "alice.tar.lz4", "lz4"},
 	} {
-		requireTool(t, c.tool)
+		testenv.RequireTool(t, c.tool)
 		out := filepath.Join(dir, c.ext)
 		cmd := exec.Command("sh", "-c", c.tool+" -c < \"$1\" > \"$2\"", "sh", plain, out)
 		if b, err := cmd.CombinedOutput(); err != nil {

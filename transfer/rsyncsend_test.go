@@ -4,12 +4,13 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gokrazy/rsync/rsyncclient"
+
+	"github.com/restoresync/restoresync/internal/testenv"
 )
 
 func TestCheckRsyncArgs(t *testing.T) {
@@ -28,9 +29,7 @@ func TestCheckRsyncArgs(t *testing.T) {
 // The agent's rsync-sender role serves the rsync protocol to gokrazy's
 // client, with the system rsync and with the in-process gokrazy sender.
 func TestRsyncSenderRole(t *testing.T) {
-	if _, err := exec.LookPath("rsync"); err != nil {
-		t.Fatalf("rsync is required (make test installs it): %v", err)
-	}
+	testenv.RequireTool(t, "rsync")
 	src := t.TempDir()
 	files := map[string]string{"a.txt": "alpha\n", "dir/b.bin": strings.Repeat("beta", 50000), "dir/sub/c": "", "odd name\n": "x"}
 	for name, data := range files {

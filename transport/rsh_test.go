@@ -5,21 +5,19 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/internal/testsshd"
 )
 
 func TestRshDialerEchoViaSSH(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("ssh"); err != nil {
-		t.Skip("no ssh client:", err)
-	}
+	testenv.RequireTool(t, "ssh")
 	srv := testsshd.Start(t)
 	d, err := NewRshDialer(Location{Host: "testhost"}, SSHOptions{
 		Rsh:        "ssh -F '" + srv.Config(t) + "'",

@@ -7,16 +7,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/restoresync/restoresync/internal/testenv"
 )
 
 func run(t *testing.T, name string, args ...string) {
 	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed (make test installs it)", name)
-		}
-		t.Skipf("%s is not installed", name)
-	}
+	testenv.RequireTool(t, name)
 	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
 	}

@@ -1,6 +1,6 @@
 package main
 
-// Tests of what a user trial found (issue 4): --files-from comments,
+// Tests of the selection flags' edges: --files-from comments,
 // "!" and empty patterns, the exit codes of missing -from files and of
 // SRCs that are all missing. In-process through run(), local → local.
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/restoresync/restoresync/internal/testenv"
 )
 
 func TestChmodApply(t *testing.T) {
@@ -122,20 +124,6 @@ func TestProcessUmask(t *testing.T) {
 	}
 }
 
-// requireRsync returns the rsync binary's path, skipping the test when it is
-// missing, unless CI is set: then a missing rsync is a failure.
-func requireRsync(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("rsync")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("rsync is required in CI: %v", err)
-		}
-		t.Skip("rsync not installed:", err)
-	}
-	return p
-}
-
 // unixPerm turns an fs.FileMode's permission and set-id bits into 07777 form.
 func unixPerm(m fs.FileMode) uint32 {
 	p := uint32(m.Perm())
@@ -244,7 +232,7 @@ func makeRemovable(root string) {
 // TestChmodInteropRsync checks ChmodRules.Apply against the modes the real
 // rsync produces for the same --chmod values, source modes and umask.
 func TestChmodInteropRsync(t *testing.T) {
-	rsync := requireRsync(t)
+	rsync := testenv.RequireTool(t, "rsync")
 	src := chmodFixture(t)
 	specs := [][]string{
 		{"D755,F644"}, {"u+rwX,go-w"}, {"Fgo-rwx"}, {"a+X"}, {"D2775"}, {"o="},
@@ -319,7 +307,7 @@ func compareTrees(t *testing.T, rules ChmodRules, src, dst string) {
 // TestChmodInteropRsyncRejects checks that rsync and ParseChmod reject the
 // same malformed values.
 func TestChmodInteropRsyncRejects(t *testing.T) {
-	rsync := requireRsync(t)
+	rsync := testenv.RequireTool(t, "rsync")
 	src := chmodFixture(t)
 	for _, spec := range chmodBadSpecs {
 		t.Run(strconv.Quote(spec), func(t *testing.T) {

@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/restoresync/restoresync/bench"
+	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/internal/testsshd"
 )
 
@@ -16,11 +17,11 @@ import (
 // written: the JSON results with the failed row and the good one, and each
 // of several --chart files. The test sshd has no SFTP subsystem, so
 // OpenSSH 9's scp (SFTP by default) fails the targz-scp baseline, as on
-// the trial's host.
+// any host whose sshd serves no SFTP.
 func TestBenchRunFailedRowExits23(t *testing.T) {
 	e2e(t)
 	t.Parallel()
-	requireTools(t, "tar", "gzip", "ssh", "scp")
+	testenv.RequireTool(t, "tar", "gzip", "ssh", "scp")
 	srv := testsshd.Start(t)
 	src := benchTree.get(t)
 	dir := t.TempDir()

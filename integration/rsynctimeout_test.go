@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"bytes"
@@ -16,15 +16,15 @@ import (
 	"github.com/restoresync/restoresync/internal/testsshd"
 )
 
-// User trial 2, finding 3: --timeout with --method rsync through the agent,
+// --timeout with --method rsync through the agent,
 // over the real sshd, the agent that runs the remote rsync stopped
 // (SIGSTOP) 0.5 s after it started rsync, while Go's src (about 11,000
 // files) is being restored: the run fails with exit 30 and the transfer's
 // idle timeout message within a bounded time, every file placed has the
 // source's content, and no temporary file of ours is left (gokrazy's
 // receiver removes its own when the stream fails; one it leaves is logged,
-// as the README says it can be). Before, the run waited for ever (sshd
-// answers keepalives). The remote rsync's output goes straight to sshd, not
+// as the README says it can be). Keepalives do not hold the timeout off:
+// sshd answers them while the agent is stopped. The remote rsync's output goes straight to sshd, not
 // through the agent, so the stop has to come while the agent still
 // forwards gokrazy's requests to it, as it does for most of a tree of many
 // files; the agent that lists the tree is left alone.

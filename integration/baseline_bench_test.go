@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/internal/testsshd"
 )
 
@@ -21,18 +22,14 @@ import (
 // Besides ns/op it reports MB/s of payload and the CPU seconds that the
 // child processes (client, ssh and, through sshd, the far side) used.
 //
-//	RESTORESYNC_BENCH_SCALE=0.3 go test -run '^$' -bench RestoreVsBaselines -benchtime 1x -count 5 ./cmd/restoresync/
+//	RESTORESYNC_BENCH_SCALE=0.3 go test -run '^$' -bench RestoreVsBaselines -benchtime 1x -count 5 ./integration/
 //
 // The tree is `bench gen --profile hosting --seed 1` at that scale (default
 // 0.2, about 120 MiB in 4,000 files). RESTORESYNC_BENCH_DST puts the
 // destinations in another directory (e.g. /dev/shm, to take the disk's
 // file-creation cost out of the comparison).
 func BenchmarkRestoreVsBaselines(b *testing.B) {
-	for _, tool := range []string{"rsync", "tar", "ssh"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			b.Skipf("%s is not installed", tool)
-		}
-	}
+	testenv.RequireTool(b, "rsync", "tar", "ssh")
 	scale := os.Getenv("RESTORESYNC_BENCH_SCALE")
 	if scale == "" {
 		scale = "0.2"

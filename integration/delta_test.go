@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/internal/testsshd"
 )
 
@@ -21,9 +22,7 @@ import (
 func TestE2ERawDelta(t *testing.T) {
 	e2e(t)
 	t.Parallel()
-	if _, err := exec.LookPath("rsync"); err != nil {
-		t.Fatalf("rsync is required for the end-to-end tests (make test installs it): %v", err)
-	}
+	testenv.RequireTool(t, "rsync")
 	src := filepath.Join(t.TempDir(), "dave")
 	mustRun(t, "bench", "gen", "--profile", "hosting", "--scale", "0.03", "--seed", "13", "--owners", src)
 	srv := testsshd.Start(t)

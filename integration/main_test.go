@@ -1,13 +1,4 @@
-package main
-
-// End-to-end tests: they run the built restoresync binary as a subprocess
-// against real peers (an OpenSSH sshd started by the test, the binary's own
-// 'serve --listen' endpoint, the system ssh client for -e) on real trees
-// made by 'bench gen', and check the results with 'bench compare' and the
-// real rsync.
-//
-// The binary is $RESTORESYNC_BIN when set (the Makefile sets it), else it
-// is built once by TestMain from this directory.
+package integration
 
 import (
 	"bytes"
@@ -29,6 +20,10 @@ import (
 // instead of the whole run.
 const cmdTimeout = 60 * time.Second
 
+// mainPackage is the command TestMain builds when $RESTORESYNC_BIN is not
+// set.
+const mainPackage = "github.com/restoresync/restoresync/cmd/restoresync"
+
 var (
 	// binPath is the absolute path of the restoresync binary under test.
 	binPath string
@@ -37,6 +32,9 @@ var (
 	sharedDir string
 )
 
+// TestMain makes the shared trees' directory and finds the binary under
+// test: $RESTORESYNC_BIN when set (the Makefile sets it), else one built
+// here from mainPackage.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	os.Exit(testMain(m))
@@ -66,7 +64,7 @@ func testMain(m *testing.M) int {
 		}
 	} else {
 		binPath = filepath.Join(dir, "restoresync")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", binPath, mainPackage).CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: go build: %v\n%s", err, out)
 			return 1

@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"encoding/csv"
@@ -7,28 +7,18 @@ import (
 	"fmt"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/restoresync/restoresync/bench"
+	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/internal/testsshd"
 )
 
 // benchTree is a tiny hosting account for the bench run tests.
 var benchTree = &sharedTree{name: "bench-run", args: []string{"--profile", "hosting", "--scale", "0.01", "--seed", "3"}}
-
-// requireTools fails t when a program the test needs is missing.
-func requireTools(t *testing.T, tools ...string) {
-	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is required for this test (make test installs it): %v", tool, err)
-		}
-	}
-}
 
 // runBenchJSON runs bench run with args and --format json, and decodes the
 // results.
@@ -62,7 +52,7 @@ func findRow(t *testing.T, res bench.Results, tool, method, phase string) bench.
 func TestBenchRunLocal(t *testing.T) {
 	e2e(t)
 	t.Parallel()
-	requireTools(t, "rsync")
+	testenv.RequireTool(t, "rsync")
 	src := benchTree.get(t)
 	dir := t.TempDir()
 	chart := filepath.Join(dir, "chart.svg")
@@ -126,7 +116,7 @@ func countBars(t *testing.T, svg []byte) int {
 func TestBenchRunSSHD(t *testing.T) {
 	e2e(t)
 	t.Parallel()
-	requireTools(t, "rsync", "tar", "ssh")
+	testenv.RequireTool(t, "rsync", "tar", "ssh")
 	srv := testsshd.Start(t)
 	src := benchTree.get(t)
 	// The far side's commands run with a TMPDIR of this test's own, so
@@ -187,7 +177,7 @@ func TestBenchRunSSHD(t *testing.T) {
 		t.Errorf("raw zstd: compression ratio %v, want > 1 on a hosting tree", full.CompressionRatio)
 	}
 	// A source directory missing on the host stops the run up front.
-	r0 := runIn(t, append(append([]string{"bench", "run"}, sshdArgs(srv)...), "--src", sshdURL(srv, src+"-missing"), "--runs", "1", "--tmp", t.TempDir())...)
+	r0 := runBin(t, append(append([]string{"bench", "run"}, sshdArgs(srv)...), "--src", sshdURL(srv, src+"-missing"), "--runs", "1", "--tmp", t.TempDir())...)
 	if r0.code != exitFileIO || r0.stdout != "" || !strings.Contains(r0.stderr, src+"-missing is not a directory on 127.0.0.1") {
 		t.Errorf("missing source directory: want exit 11 up front:\n%s", r0)
 	}

@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"bufio"
@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/internal/testsshd"
 	"github.com/restoresync/restoresync/transfer"
 )
@@ -42,9 +43,7 @@ func assertSameTree(t *testing.T, src, dst string) {
 // fails t if it would change anything in dst.
 func rsyncItemize(t *testing.T, flags []string, src, dst string) {
 	t.Helper()
-	if _, err := exec.LookPath("rsync"); err != nil {
-		t.Fatalf("rsync is required for the end-to-end tests (make test installs it): %v", err)
-	}
+	testenv.RequireTool(t, "rsync")
 	args := append(append([]string(nil), flags...), src+"/", dst+"/")
 	out, err := exec.CommandContext(t.Context(), "rsync", args...).CombinedOutput()
 	if err != nil {
@@ -397,4 +396,27 @@ func walkRel(t *testing.T, root string, fn func(rel string, d fs.DirEntry)) {
 	if err != nil {
 		t.Fatalf("walk %s: %v", root, err)
 	}
+}
+
+// smallTree writes a small account-like tree and returns its path.
+func smallTree(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "src")
+	files := map[string]string{
+		"public_html/index.php":      "<?php echo 'hi';\n",
+		"public_html/wp-config.php":  "<?php define('DB_PASSWORD', 'x');\n",
+		"public_html/img/logo.png":   strings.Repeat("\x89PNG", 3000),
+		"mail/cur/1700000000.M1.box": "Subject: hi\n\nhello\n",
+		"empty":                      "",
+	}
+	for name, data := range files {
+		p := filepath.Join(src, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return src
 }

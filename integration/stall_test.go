@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"fmt"
@@ -15,15 +15,15 @@ import (
 	"github.com/restoresync/restoresync/internal/testsshd"
 )
 
-// stallWrappers writes the --remote-path wrappers of the user trial
-// (issue 5) and kills what they started when t ends: "stall" runs the
+// stallWrappers writes --remote-path wrappers that make the far side
+// misbehave, and kills what they started when t ends: "stall" runs the
 // agent and stops it (SIGSTOP) after delay, so its SSH connection stays
 // up and answers keepalives; "hang" starts and never answers, like an
 // agent stuck before its handshake; "kill" runs the agent and kills it
 // (SIGKILL) after delay, like an agent that dies mid-transfer. The
 // wrappers exec the agent, so the signal hits the remote command itself:
 // sshd reports a death by signal, and OpenSSH's ssh then exits 255, as
-// when the trial's tester killed 'restoresync serve --stdio'.
+// when someone kills 'restoresync serve --stdio' on the far side.
 func stallWrappers(t *testing.T, delay string) (stall, hang, kill string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -87,12 +87,11 @@ func blackholePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// The user trial, issue 5, case 1: -j 4 over the real sshd with each agent
-// stopped (SIGSTOP) 0.7 s after it started, while data flows (--bwlimit
-// keeps the restore going): --timeout fails the run with exit 30 within a
-// few seconds every time (three runs, for the intermittency seen), only
-// complete files are in place and no temporary file is left. Before, the
-// run hung when closing the streams that had no work left.
+// -j 4 over the real sshd with each agent stopped (SIGSTOP) 0.7 s after it
+// started, while data flows (--bwlimit keeps the restore going): --timeout
+// fails the run with exit 30 within a few seconds every time (three runs,
+// since closing the streams that have no work left races with the stop),
+// only complete files are in place and no temporary file is left.
 func TestE2EStallJobs4Timeout(t *testing.T) {
 	e2e(t)
 	t.Parallel()
@@ -117,8 +116,8 @@ func TestE2EStallJobs4Timeout(t *testing.T) {
 
 // Ctrl-C ends the run promptly (exit 20) whatever it waits on: agents
 // stopped mid-transfer (no --timeout), an agent that never answers the
-// handshake, and -e ssh to a port where nothing answers. Issue 5, cases 1
-// to 3: one SIGINT did not stop the first.
+// handshake, and -e ssh to a port where nothing answers; one SIGINT is
+// enough for each.
 func TestE2EStallSIGINT(t *testing.T) {
 	e2e(t)
 	t.Parallel()
@@ -157,11 +156,10 @@ func TestE2EStallSIGINT(t *testing.T) {
 	}
 }
 
-// Issue 5, cases 2 and 3: connection setup is bounded. An agent that
-// starts and never answers our handshake, a port that accepts TCP and
-// never answers, reached with the built-in client and with -e ssh:
-// --contimeout fails the run with exit 255 naming it, --timeout (shorter)
-// with exit 30. Before, all hung. Trial 2, finding 2: the message says what
+// Connection setup is bounded. An agent that starts and never answers our
+// handshake, a port that accepts TCP and never answers, reached with the
+// built-in client and with -e ssh: --contimeout fails the run with exit
+// 255 naming it, --timeout (shorter) with exit 30. The message says what
 // did not answer (the SSH server's handshake, the agent, or, through -e,
 // no answer through the command, with its stderr), the same every run,
 // and --json's method_reason does not claim an agent that never answered.
@@ -193,7 +191,7 @@ func TestE2ESetupTimeouts(t *testing.T) {
 		{"rsh-blackhole-contimeout", []string{"-e", rsh + " -v", "--contimeout", "2", "127.0.0.1:" + src}, exitSSH, "(--contimeout 2s)", "no answer came through ssh 127.0.0.1"},
 		{"rsh-blackhole-timeout", []string{"-e", rsh, "--timeout", "2", "127.0.0.1:" + src}, exitTimeout, "(--timeout 2s)", "no answer came through ssh 127.0.0.1"},
 		// Agent-less, the remote command's first byte is the end of the
-		// setup (trial 3: these hung until Ctrl-C).
+		// setup, so --contimeout bounds a command that never answers.
 		{"rsh-agentless-tar-contimeout", []string{"-e", rsh + " -v", "--remote-path", "none", "--method", "tar", "--contimeout", "2", "127.0.0.1:" + src}, exitSSH, "(--contimeout 2s)", "no answer came through ssh 127.0.0.1"},
 		{"rsh-agentless-rsync-contimeout", []string{"-e", rsh + " -v", "--remote-path", "none", "--method", "rsync", "--contimeout", "2", "127.0.0.1:" + src}, exitSSH, "(--contimeout 2s)", "no answer came through ssh 127.0.0.1"},
 		{"rsh-agentless-auto-contimeout", []string{"-e", rsh + " -v", "--remote-path", "none", "--contimeout", "2", "127.0.0.1:" + src}, exitSSH, "(--contimeout 2s)", "no answer came through ssh 127.0.0.1"},
@@ -229,7 +227,7 @@ func TestE2ESetupTimeouts(t *testing.T) {
 	}
 }
 
-// Issue 5, case 4: an unknown host key through -e ssh is a connection
+// An unknown host key through -e ssh is a connection
 // failure (exit 255) with OpenSSH's words, not a "protocol error".
 func TestE2ERshUnknownHostKey(t *testing.T) {
 	e2e(t)
@@ -255,10 +253,10 @@ func TestE2ERshUnknownHostKey(t *testing.T) {
 // with -e ssh: exit 12 as rsync's "connection unexpectedly closed", saying
 // the remote side ended early and how, with the rerun hint; the --json
 // object says so too; only complete files are in place, and a rerun
-// completes the tree. Before, this was exit 11 ("file I/O error") with no
-// error in --json; then, through -e ssh (which exits 255 when the remote
-// command is killed by a signal), exit 255 "ssh connection failed"; and a
-// push said only "write: EOF" (trial 2, findings 1 and 9d).
+// completes the tree. It is not exit 11 ("file I/O error"), and through
+// -e ssh (which exits 255 when the remote command is killed by a signal)
+// not exit 255 "ssh connection failed"; a push says how the remote side
+// ended, not only "write: EOF".
 func TestE2EAgentKilled(t *testing.T) {
 	e2e(t)
 	t.Parallel()

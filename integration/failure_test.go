@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"bytes"
@@ -65,7 +65,7 @@ func TestE2EExitCodes(t *testing.T) {
 		missing := filepath.Join(t.TempDir(), "no-such-account")
 		r := runBin(t, append(append([]string{"restore"}, sshdArgs(srv)...), sshdURL(srv, missing), filepath.Join(t.TempDir(), "dst"))...)
 		wantExit(t, r, exitFileIO, missing) // names it
-		// Once: the agent's stderr repeats the error it sent (trial 2, 9b).
+		// Said once, though the agent's stderr repeats the error it sent.
 		if n := strings.Count(r.stderr, "open source"); n != 1 {
 			t.Errorf("the error is said %d times, want once:\n%s", n, r)
 		}
@@ -83,7 +83,7 @@ func TestE2EExitCodes(t *testing.T) {
 
 	// An agent that is not there (raw, so auto does not fall back to the
 	// remote's tar): exit 12 with the shell's words and the install hint,
-	// once (trial 2, 9a).
+	// said once.
 	t.Run("missing remote agent", func(t *testing.T) {
 		t.Parallel()
 		args := append(sshdArgs(srv), "--method", "raw", "--remote-path", "/nonexistent/restoresync", sshdURL(srv, src), filepath.Join(t.TempDir(), "dst"))

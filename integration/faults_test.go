@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/internal/testsshd"
 )
 
@@ -173,9 +174,7 @@ func TestE2ESourcePermissionDenied(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: it drops root's capabilities")
 	}
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Fatalf("setpriv (util-linux) is needed: %v", err)
-	}
+	testenv.RequireTool(t, "setpriv") // util-linux
 	dir := t.TempDir()
 	src := filepath.Join(dir, "acct")
 	files := map[string]string{
