@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -36,17 +35,6 @@ const (
 	// goroutine and the consumer: the pipeline's backpressure.
 	frameQueue = 4
 )
-
-// ErrProtocol marks a peer that broke the wire protocol: a bad frame, an
-// unknown message, a value out of range. Callers map it to exit code 12.
-var ErrProtocol = errors.New("protocol error")
-
-// ErrRemoteExited marks a stream whose remote command (the agent, or the
-// remote tar or rsync) ended with a status or a signal while the client
-// still expected data: what rsync reports as "connection unexpectedly
-// closed". Callers map it to exit code 12, as rsync does; a rerun completes
-// the restore. Check with errors.Is.
-var ErrRemoteExited = errors.New("the remote side ended early")
 
 var rawPool = sync.Pool{New: func() any { b := make([]byte, 0, frameRawBytes); return &b }}
 

@@ -3,7 +3,6 @@ package transfer
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -46,16 +45,6 @@ type ItemSource interface {
 	// from it.Offset (fewer bytes, or an error, if the file shrank).
 	Open(ctx context.Context, it *Item) (io.ReadCloser, error)
 }
-
-// ErrSizeMismatch is reported for an item whose data was shorter or longer
-// than its announced length.
-var ErrSizeMismatch = errors.New("data length differs from the file list")
-
-// ErrVerifyFailed is the item error of --verify (Hello.Verify) when the
-// xxh3-128 of the bytes the receiver got differs from the sender's hash of
-// the bytes it read from disk: the data was corrupted on the way, and the
-// file is not put in place.
-var ErrVerifyFailed = errors.New("checksum mismatch (--verify): the data received differs from what the sender read")
 
 // finishRead checks, after the last byte of an item was read from r, that
 // the source file did not change while it was read (see LocalSource.Open).

@@ -54,10 +54,6 @@ type ServerConfig struct {
 	Version string
 }
 
-// ErrOutsideRoot is returned (and told to the client) for a path that
-// would leave ServerConfig.Root.
-var ErrOutsideRoot = errors.New("path leaves the served root")
-
 // Serve runs the server's side of one stream: the handshake, then requests
 // until the client says goodbye or closes its side (nil), the stream fails,
 // or ctx is cancelled. Serve does not close in or out.

@@ -1,0 +1,49 @@
+package transfer
+
+import "errors"
+
+// Sentinels of the protocol, its codecs and its sources, checked with
+// errors.Is. The transports' sentinels (ErrConnect, ErrHostKey, ErrTimeout,
+// ErrDaemonSyntax) live with the transports, and the delta's (ErrDeltaFailed,
+// ErrSplitGone) with the delta algorithm.
+
+// ErrProtocol marks a peer that broke the wire protocol: a bad frame, an
+// unknown message, a value out of range. Callers map it to exit code 12.
+var ErrProtocol = errors.New("protocol error")
+
+// ErrRemoteExited marks a stream whose remote command (the agent, or the
+// remote tar or rsync) ended with a status or a signal while the client
+// still expected data: what rsync reports as "connection unexpectedly
+// closed". Callers map it to exit code 12, as rsync does; a rerun completes
+// the restore. Check with errors.Is.
+var ErrRemoteExited = errors.New("the remote side ended early")
+
+// ErrUnknownCodec is returned when a frame or a flag names a codec this
+// build does not know.
+var ErrUnknownCodec = errors.New("unknown codec")
+
+// ErrSizeMismatch is reported for an item whose data was shorter or longer
+// than its announced length.
+var ErrSizeMismatch = errors.New("data length differs from the file list")
+
+// ErrVerifyFailed is the item error of --verify (Hello.Verify) when the
+// xxh3-128 of the bytes the receiver got differs from the sender's hash of
+// the bytes it read from disk: the data was corrupted on the way, and the
+// file is not put in place.
+var ErrVerifyFailed = errors.New("checksum mismatch (--verify): the data received differs from what the sender read")
+
+// ErrSourceChanged is the item error for a source file whose size or mtime
+// differ, after its data was read, from the file list's: it was written to
+// since it was listed, so the bytes read may mix two versions. The file is
+// not put in place (it would carry the listed mtime, and the quick check
+// would then take the mixed content for up to date); the other files go on,
+// and a rerun sends it. rsync's wording for the same is "file has vanished"
+// (for a deleted file) or a warning that it changed.
+var ErrSourceChanged = errors.New("file changed while it was being read")
+
+// ErrOutsideRoot is returned (and told to the client) for a path that
+// would leave ServerConfig.Root.
+var ErrOutsideRoot = errors.New("path leaves the served root")
+
+// ErrACLText is wrapped by ParseACLText's errors.
+var ErrACLText = errors.New("malformed ACL text")
