@@ -3,7 +3,6 @@ package transfer
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -48,8 +47,9 @@ type ServerConfig struct {
 	// ReadOnly refuses the receiver role (a backup server's endpoint).
 	ReadOnly bool
 	// NewSink opens the destination dst for the receiver role, with the
-	// client's opaque receiver options. Nil refuses the receiver role.
-	NewSink func(ctx context.Context, dst string, opts json.RawMessage) (Sink, error)
+	// client's receiver options (Hello.Receiver; the zero value when it
+	// sent none). Nil refuses the receiver role.
+	NewSink func(ctx context.Context, dst string, opts ReceiverOptions) (Sink, error)
 	// Version is this build's version, announced in the handshake.
 	Version string
 }
@@ -60,13 +60,16 @@ type ServerConfig struct {
 func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	var h Hello
-	if err := readHandshake(br, &h); err != nil {
-		return err
-	}
 	rep := helloReply{Proto: ProtocolVersion, Version: cfg.Version, Codecs: CodecNames()}
 	refuse := func(err error) error {
 		rep.Error = err.Error()
 		writeHandshake(out, rep)
+		return err
+	}
+	if err := readHandshake(br, &h); err != nil {
+		if errors.Is(err, errHelloFields) {
+			return refuse(err) // a client of another version: tell it why
+		}
 		return err
 	}
 	if h.Proto != ProtocolVersion {
@@ -395,7 +398,11 @@ func (s *server) openSink(ctx context.Context) (Sink, error) {
 	if s.sink != nil {
 		return s.sink, nil
 	}
-	sink, err := s.cfg.NewSink(ctx, s.dst, s.hello.Receiver)
+	var opts ReceiverOptions
+	if s.hello.Receiver != nil {
+		opts = *s.hello.Receiver
+	}
+	sink, err := s.cfg.NewSink(ctx, s.dst, opts)
 	if err != nil {
 		return nil, err
 	}
