@@ -191,6 +191,7 @@ func (s *server) openSource() (*LocalSource, error) {
 			return nil, fmt.Errorf("open served root: %w", err)
 		}
 		defer served.Close()
+		escapes := escapesError(served)
 		beneath := func(p string) (string, error) {
 			if _, err := s.resolve(p); err != nil {
 				return "", err
@@ -207,7 +208,7 @@ func (s *server) openSource() (*LocalSource, error) {
 				return nil, err
 			}
 			sub, err := served.OpenRoot(rel)
-			if err != nil && strings.Contains(err.Error(), "escapes") {
+			if err != nil && errors.Is(err, escapes) {
 				return nil, fmt.Errorf("%w: %q", ErrOutsideRoot, base)
 			}
 			return sub, err
@@ -415,4 +416,17 @@ type discardWriter struct{}
 func (discardWriter) WriteItem(ctx context.Context, it *Item, r io.Reader) error {
 	_, err := io.Copy(io.Discard, r)
 	return err
+}
+
+// escapesError returns the error os.Root wraps (unexported in package os)
+// for a path that leads out of it, by a symlink or "..", so that errors.Is
+// finds it in the errors of r's methods: asking for ".." beneath r always
+// yields it.
+func escapesError(r *os.Root) error {
+	_, err := r.Stat("..")
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return errors.New("os.Root did not refuse \"..\"") // matches nothing else
 }
