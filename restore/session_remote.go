@@ -147,11 +147,11 @@ func (s *pushSession) runStream(ctx context.Context, i int, batches <-chan *batc
 }
 
 func (s *pushSession) commit(ctx context.Context, e *treewalk.Entry) error {
-	err, fatal := s.p.conn(0).Commit(ctx, e)
-	if fatal {
+	itemErr, err := s.p.conn(0).Commit(ctx, e)
+	if err != nil {
 		return &fatalError{err}
 	}
-	return err
+	return itemErr
 }
 
 func (s *pushSession) deferCommits() bool { return true }

@@ -175,8 +175,25 @@ func (c *Conn) fail(err error) error {
 	return withStderr(c.s, err)
 }
 
+// watch makes ctx cancel one call: if ctx ends before the call returns, the
+// stream is closed, so that a read or a write blocked on the peer returns
+// (cancel by closing, as gokrazy/rsync's closeOnErr does), and the call's
+// error becomes ctx's. The Conn is then unusable, as after any stream
+// error. The caller defers the returned function with its error result:
+//
+//	defer c.watch(ctx)(&err)
+func (c *Conn) watch(ctx context.Context) func(errp *error) {
+	stop := context.AfterFunc(ctx, func() { c.s.Close() })
+	return func(errp *error) {
+		if !stop() && *errp != nil {
+			*errp = ctx.Err()
+		}
+	}
+}
+
 // List asks a sender for its file list (pull).
-func (c *Conn) List(ctx context.Context) (treewalk.List, error) {
+func (c *Conn) List(ctx context.Context) (_ treewalk.List, err error) {
+	defer c.watch(ctx)(&err)
 	c.pending.Add(1)
 	defer c.pending.Add(-1)
 	c.enc.byte(msgList)
@@ -212,16 +229,17 @@ func (c *Conn) SendRead(items []Item) error {
 // stream error that ends the stream. Delta items need w to be a
 // BasisOpener; a delta that cannot be applied is an item error wrapping
 // ErrDeltaFailed.
-func (c *Conn) RecvRead(ctx context.Context, items []Item, w ItemWriter) ([]error, error) {
+func (c *Conn) RecvRead(ctx context.Context, items []Item, w ItemWriter) (_ []error, err error) {
+	defer c.watch(ctx)(&err)
 	defer c.pending.Add(-1)
 	if err := c.dec.status(); err != nil {
 		return nil, c.fail(err)
 	}
 	errs := make([]error, len(items))
 	for i := range items {
-		itemErr, fatal := recvItemData(ctx, &c.dec, w, &items[i])
-		if fatal != nil {
-			return nil, c.fail(fatal)
+		itemErr, err := recvItemData(ctx, &c.dec, w, &items[i])
+		if err != nil {
+			return nil, c.fail(err)
 		}
 		errs[i] = itemErr
 	}
@@ -232,7 +250,8 @@ func (c *Conn) RecvRead(ctx context.Context, items []Item, w ItemWriter) ([]erro
 // tree, prepares directories and split files, and answers with the indices
 // of the entries whose data it needs and the signatures of the copies it
 // already has of some of them.
-func (c *Conn) Plan(ctx context.Context, entries []treewalk.Entry) (PlanResult, error) {
+func (c *Conn) Plan(ctx context.Context, entries []treewalk.Entry) (_ PlanResult, err error) {
+	defer c.watch(ctx)(&err)
 	c.pending.Add(1)
 	defer c.pending.Add(-1)
 	c.enc.byte(msgFileList)
@@ -273,7 +292,8 @@ func (c *Conn) Plan(ctx context.Context, entries []treewalk.Entry) (PlanResult, 
 // them too) and a stream error. RecvWrite reads the reply. An item with
 // Delta is sent as a delta against the signature (only the signature's
 // sizes go to the receiver, which has the basis).
-func (c *Conn) SendWrite(ctx context.Context, items []Item, src ItemSource, buf []byte) ([]error, error) {
+func (c *Conn) SendWrite(ctx context.Context, items []Item, src ItemSource, buf []byte) (_ []error, err error) {
+	defer c.watch(ctx)(&err)
 	c.pending.Add(1) // until RecvWrite
 	c.enc.byte(msgWrite)
 	c.enc.itemList(items, false)
@@ -284,7 +304,10 @@ func (c *Conn) SendWrite(ctx context.Context, items []Item, src ItemSource, buf 
 			return nil, c.fail(err)
 		}
 	}
-	return errs, c.fail(c.enc.flush())
+	if err := c.enc.flush(); err != nil {
+		return nil, c.fail(err)
+	}
+	return errs, nil
 }
 
 // RecvWrite reads the receiver's per-item errors for the oldest outstanding
@@ -330,32 +353,34 @@ func (c *Conn) RecvWrite(items []Item) ([]error, error) {
 }
 
 // Commit tells a receiver that every block of the split file e has been
-// written (push); it puts the file in place. The error concerns e only,
-// unless it wraps a stream failure (then the second result is true).
-func (c *Conn) Commit(ctx context.Context, e *treewalk.Entry) (err error, fatal bool) {
+// written (push); it puts the file in place. itemErr is the receiver's
+// error for e (a RemoteError; the stream goes on); err is a stream error.
+func (c *Conn) Commit(ctx context.Context, e *treewalk.Entry) (itemErr, err error) {
+	defer c.watch(ctx)(&err)
 	c.pending.Add(1)
 	defer c.pending.Add(-1)
 	c.enc.byte(msgCommit)
 	c.enc.entry(e)
 	if err := c.enc.flush(); err != nil {
-		return c.fail(err), true
+		return nil, c.fail(err)
 	}
 	if err := c.dec.status(); err != nil {
-		return c.fail(err), true
+		return nil, c.fail(err)
 	}
 	msg, err := c.dec.str()
 	if err != nil {
-		return c.fail(err), true
+		return nil, c.fail(err)
 	}
 	if msg != "" {
-		return &RemoteError{Msg: msg}, false
+		return &RemoteError{Msg: msg}, nil
 	}
-	return nil, false
+	return nil, nil
 }
 
 // Finish asks a receiver to create symlinks, hardlinks and special files,
 // set directory metadata and remove stale temporary files (push).
-func (c *Conn) Finish(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
+func (c *Conn) Finish(ctx context.Context, entries []treewalk.Entry) (_ []*treewalk.PathError, err error) {
+	defer c.watch(ctx)(&err)
 	c.pending.Add(1)
 	defer c.pending.Add(-1)
 	c.enc.byte(msgFinish)
@@ -371,7 +396,10 @@ func (c *Conn) Finish(ctx context.Context, entries []treewalk.Entry) ([]*treewal
 		return nil, c.fail(err)
 	}
 	errs, err := c.dec.pathErrors()
-	return errs, c.fail(err)
+	if err != nil {
+		return nil, c.fail(err)
+	}
+	return errs, nil
 }
 
 // Close says goodbye, waits for the server to end its side and closes the

@@ -59,8 +59,11 @@ func finishRead(r io.Reader) error {
 // tag if the source fails. With enc.verify the end tag is a sum tag: the
 // xxh3-128 of the bytes read, which the receiver checks. buf is the disk
 // read buffer (any size; chunks on the wire stay at most chunkBytes). It
-// returns only wire errors; the source's error is returned as itemErr,
-// including a file that changed while it was read (ErrSourceChanged).
+// returns the item's error: the source's (a failed open or read, a file
+// that shrank or changed while it was read, ErrSizeMismatch,
+// ErrSourceChanged), which the error tag also tells the receiver. Stream
+// errors are sticky in enc's frame writer (enc.fw.Err), for the caller to
+// check.
 func sendItemData(ctx context.Context, enc *encoder, src ItemSource, it *Item, buf []byte) (itemErr error) {
 	r, err := src.Open(ctx, it)
 	if err != nil {
@@ -120,12 +123,12 @@ func sendItemData(ctx context.Context, enc *encoder, src ItemSource, it *Item, b
 // it served matches the sender's hash. On a --verify stream a whole item
 // ends with the sender's hash too, and a mismatch is ErrVerifyFailed.
 type itemReader struct {
-	d     *decoder
-	left  int64 // bytes the item may still yield
-	chunk int64 // bytes left in the current chunk
-	done  bool  // end, sum or error tag consumed
-	err   error // item error (remote or size), sticky
-	fatal error // wire error, sticky
+	d         *decoder
+	left      int64 // bytes the item may still yield
+	chunk     int64 // bytes left in the current chunk
+	done      bool  // end, sum or error tag consumed
+	err       error // item error (remote or size), sticky
+	streamErr error // stream error (the stream is out of sync), sticky
 
 	delta    *Signature   // nil for a whole item
 	basis    io.ReaderAt  // the basis of a delta item
@@ -140,18 +143,18 @@ type itemReader struct {
 func (r *itemReader) nextTag() {
 	tag, err := r.d.byte()
 	if err != nil {
-		r.fatal = unexpected(err)
+		r.streamErr = unexpected(err)
 		return
 	}
 	switch tag {
 	case tagChunk:
 		n, err := r.d.uvarint()
 		if err != nil {
-			r.fatal = err
+			r.streamErr = err
 			return
 		}
 		if n > maxFrameRaw {
-			r.fatal = fmt.Errorf("%w: chunk of %d bytes", ErrProtocol, n)
+			r.streamErr = fmt.Errorf("%w: chunk of %d bytes", ErrProtocol, n)
 			return
 		}
 		r.chunk = int64(n)
@@ -160,7 +163,7 @@ func (r *itemReader) nextTag() {
 		}
 	case tagEnd:
 		if r.hash != nil {
-			r.fatal = fmt.Errorf("%w: end tag in a delta or verified item", ErrProtocol)
+			r.streamErr = fmt.Errorf("%w: end tag in a delta or verified item", ErrProtocol)
 			return
 		}
 		r.done = true
@@ -169,17 +172,17 @@ func (r *itemReader) nextTag() {
 		}
 	case tagCopy:
 		if r.delta == nil {
-			r.fatal = fmt.Errorf("%w: copy tag in a whole item", ErrProtocol)
+			r.streamErr = fmt.Errorf("%w: copy tag in a whole item", ErrProtocol)
 			return
 		}
 		r.nextCopy()
 	case tagSum:
 		if r.hash == nil {
-			r.fatal = fmt.Errorf("%w: sum tag in a whole item of a stream without --verify", ErrProtocol)
+			r.streamErr = fmt.Errorf("%w: sum tag in a whole item of a stream without --verify", ErrProtocol)
 			return
 		}
 		if _, err := io.ReadFull(r.d.fr, r.sum[:]); err != nil {
-			r.fatal = unexpected(err)
+			r.streamErr = unexpected(err)
 			return
 		}
 		r.done = true
@@ -199,7 +202,7 @@ func (r *itemReader) nextTag() {
 	case tagErr:
 		msg, err := r.d.str()
 		if err != nil {
-			r.fatal = err
+			r.streamErr = err
 			return
 		}
 		r.done = true
@@ -207,7 +210,7 @@ func (r *itemReader) nextTag() {
 			r.err = &RemoteError{Msg: msg}
 		}
 	default:
-		r.fatal = fmt.Errorf("%w: item data tag %d", ErrProtocol, tag)
+		r.streamErr = fmt.Errorf("%w: item data tag %d", ErrProtocol, tag)
 	}
 }
 
@@ -217,12 +220,12 @@ func (r *itemReader) nextTag() {
 func (r *itemReader) nextCopy() {
 	first, err := r.d.uvarint()
 	if err != nil {
-		r.fatal = err
+		r.streamErr = err
 		return
 	}
 	count, err := r.d.uvarint()
 	if err != nil {
-		r.fatal = err
+		r.streamErr = err
 		return
 	}
 	if r.err != nil {
@@ -245,12 +248,12 @@ func (r *itemReader) nextCopy() {
 
 // Read hands out the item's bytes, io.EOF after the end tag.
 func (r *itemReader) Read(p []byte) (int, error) {
-	for r.chunk == 0 && r.copyLeft == 0 && !r.done && r.fatal == nil {
+	for r.chunk == 0 && r.copyLeft == 0 && !r.done && r.streamErr == nil {
 		r.nextTag()
 	}
 	switch {
-	case r.fatal != nil:
-		return 0, r.fatal
+	case r.streamErr != nil:
+		return 0, r.streamErr
 	case r.err != nil:
 		return 0, r.err
 	case r.done:
@@ -276,8 +279,8 @@ func (r *itemReader) Read(p []byte) (int, error) {
 		r.hash.Write(p[:n])
 	}
 	if err != nil {
-		r.fatal = unexpected(err)
-		return n, r.fatal
+		r.streamErr = unexpected(err)
+		return n, r.streamErr
 	}
 	return n, nil
 }
@@ -286,7 +289,7 @@ func (r *itemReader) Read(p []byte) (int, error) {
 // returns a wire error if one ends the stream.
 func (r *itemReader) drain() error {
 	r.draining = true
-	for !r.done && r.fatal == nil {
+	for !r.done && r.streamErr == nil {
 		if r.copyLeft > 0 {
 			r.left -= r.copyLeft
 			r.copyLeft = 0
@@ -297,19 +300,19 @@ func (r *itemReader) drain() error {
 			r.chunk -= n
 			r.left -= n
 			if err != nil {
-				r.fatal = unexpected(err)
+				r.streamErr = unexpected(err)
 			}
 			continue
 		}
 		r.nextTag()
 	}
-	return r.fatal
+	return r.streamErr
 }
 
 // recvItemData reads one item's data into w. It returns the item's own error
-// (sender failure, size mismatch, write failure) and, separately, a wire
-// error that ends the stream.
-func recvItemData(ctx context.Context, d *decoder, w ItemWriter, it *Item) (itemErr, fatal error) {
+// (sender failure, size mismatch, write failure) and, separately, a stream
+// error after which the stream is out of sync and unusable.
+func recvItemData(ctx context.Context, d *decoder, w ItemWriter, it *Item) (itemErr, err error) {
 	r := &itemReader{d: d, left: it.Length}
 	var werr error
 	if it.Delta == nil {
@@ -321,8 +324,8 @@ func recvItemData(ctx context.Context, d *decoder, w ItemWriter, it *Item) (item
 		r.delta, r.hash = it.Delta, xxh3.New()
 		werr = writeDelta(ctx, w, it, r)
 	}
-	if fatal := r.drain(); fatal != nil {
-		return nil, fatal
+	if err := r.drain(); err != nil {
+		return nil, err
 	}
 	if r.err != nil {
 		return r.err, nil

@@ -1335,13 +1335,13 @@ func TestConnPush(t *testing.T) {
 		}
 	}
 
-	if err, fatal := c.Commit(ctx, &entries[3]); err != nil || fatal {
-		t.Errorf("Commit(big.sql) = %v, %v", err, fatal)
+	if itemErr, err := c.Commit(ctx, &entries[3]); itemErr != nil || err != nil {
+		t.Errorf("Commit(big.sql) = %v, %v", itemErr, err)
 	}
 	failing := treewalk.Entry{Path: "fail-commit.bin", Kind: treewalk.KindFile, Size: 1}
 	var re *RemoteError
-	if err, fatal := c.Commit(ctx, &failing); !errors.As(err, &re) || fatal || !strings.Contains(err.Error(), "no space left") {
-		t.Errorf("Commit(fail-commit.bin) = %v, %v; want a RemoteError for that file only", err, fatal)
+	if itemErr, err := c.Commit(ctx, &failing); !errors.As(itemErr, &re) || err != nil || !strings.Contains(itemErr.Error(), "no space left") {
+		t.Errorf("Commit(fail-commit.bin) = %v, %v; want a RemoteError for that file only", itemErr, err)
 	}
 	ferrs, err := c.Finish(ctx, entries) // refers to the planned list
 	if err != nil {

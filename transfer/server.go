@@ -368,9 +368,9 @@ func (s *server) write(ctx context.Context) error {
 		if sinkErr == nil {
 			w = sink
 		}
-		ierr, fatal := recvItemData(ctx, &s.dec, w, &items[i])
-		if fatal != nil {
-			return fatal
+		ierr, err := recvItemData(ctx, &s.dec, w, &items[i])
+		if err != nil {
+			return err
 		}
 		if ierr != nil {
 			kind := errKindOther
