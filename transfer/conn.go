@@ -105,14 +105,32 @@ func Handshake(ctx context.Context, s Stream, h Hello) (*Conn, error) {
 	}
 	c.enc = encoder{fw: fw, verify: h.Verify}
 	c.dec = decoder{fr: newFrameReader(br), verify: h.Verify}
+	c.s = closingStream{s, c.dec.fr}
 	c.Peer = rep.Version
 	if !stop() {
 		// ctx ended as the handshake completed: the stream is being
 		// closed under us, so it is not a usable Conn.
 		fw.Close()
+		c.dec.fr.Close()
 		return nil, ctx.Err()
 	}
 	return c, nil
+}
+
+// closingStream is a Conn's stream: closing it (Close, Abort, CloseTar, a
+// cancelled call, the idle timeout) also stops the frame reader's
+// goroutine, which would otherwise wait for ever to hand a frame to a
+// Conn that reads no more.
+type closingStream struct {
+	Stream
+	fr *frameReader
+}
+
+// Close closes the stream, then the frame reader.
+func (s closingStream) Close() error {
+	err := s.Stream.Close()
+	s.fr.Close()
+	return err
 }
 
 // installHint is added to an error whose stderr says the agent was not

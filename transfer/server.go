@@ -124,6 +124,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) e
 	}
 	s.enc = encoder{fw: fw, verify: h.Verify}
 	s.dec = decoder{fr: newFrameReader(br), verify: h.Verify}
+	defer s.dec.fr.Close() // a loop that ended early reads no more frames
 	err = s.loop(ctx)
 	if cerr := fw.Close(); err == nil {
 		err = cerr
