@@ -281,25 +281,8 @@ func (c *Conn) Plan(ctx context.Context, entries []treewalk.Entry) (_ PlanResult
 	if err := c.dec.status(); err != nil {
 		return PlanResult{}, c.fail(err)
 	}
-	n, err := c.dec.count()
+	res, err := c.dec.planReply(entries)
 	if err != nil {
-		return PlanResult{}, c.fail(err)
-	}
-	var res PlanResult
-	for range n {
-		i, err := c.dec.uvarint()
-		if err != nil {
-			return PlanResult{}, c.fail(err)
-		}
-		if i >= uint64(len(entries)) || !entries[i].HasData() {
-			return PlanResult{}, fmt.Errorf("%w: receiver needs entry %d", ErrProtocol, i)
-		}
-		res.Need = append(res.Need, int(i))
-	}
-	if res.Errors, err = c.dec.pathErrors(); err != nil {
-		return PlanResult{}, c.fail(err)
-	}
-	if res.Signatures, err = c.dec.signatures(res.Need); err != nil {
 		return PlanResult{}, c.fail(err)
 	}
 	return res, nil
@@ -337,35 +320,9 @@ func (c *Conn) RecvWrite(items []Item) ([]error, error) {
 	if err := c.dec.status(); err != nil {
 		return nil, c.fail(err)
 	}
-	errs := make([]error, len(items))
-	n, err := c.dec.count()
+	errs, err := c.dec.itemErrors(len(items))
 	if err != nil {
 		return nil, c.fail(err)
-	}
-	for range n {
-		i, err := c.dec.uvarint()
-		if err != nil {
-			return nil, c.fail(err)
-		}
-		kind, err := c.dec.byte()
-		if err != nil {
-			return nil, c.fail(unexpected(err))
-		}
-		msg, err := c.dec.str()
-		if err != nil {
-			return nil, c.fail(err)
-		}
-		if i >= uint64(len(items)) || kind > errKindGone {
-			return nil, fmt.Errorf("%w: error of kind %d for item %d of %d", ErrProtocol, kind, i, len(items))
-		}
-		switch kind {
-		case errKindDelta:
-			errs[i] = &RemoteError{Msg: msg, Kind: ErrDeltaFailed}
-		case errKindGone:
-			errs[i] = &RemoteError{Msg: msg, Kind: ErrSplitGone}
-		default:
-			errs[i] = &RemoteError{Msg: msg}
-		}
 	}
 	return errs, nil
 }

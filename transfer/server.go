@@ -286,12 +286,7 @@ func (s *server) loop(ctx context.Context) error {
 			}
 			s.enc.status(err)
 			if err == nil {
-				s.enc.uvarint(uint64(len(res.Need)))
-				for _, i := range res.Need {
-					s.enc.uvarint(uint64(i))
-				}
-				s.enc.pathErrors(res.Errors)
-				s.enc.signatures(res.Signatures)
+				s.enc.planReply(res)
 			}
 		case m == msgWrite && s.dst != "":
 			if err := s.write(ctx); err != nil {
@@ -358,12 +353,7 @@ func (s *server) write(ctx context.Context) error {
 		return err
 	}
 	sink, sinkErr := s.openSink(ctx)
-	type itemErr struct {
-		i    int
-		kind byte
-		msg  string
-	}
-	var errs []itemErr
+	var errs []itemError
 	for i := range items {
 		var w ItemWriter = discardWriter{}
 		if sinkErr == nil {
@@ -374,24 +364,12 @@ func (s *server) write(ctx context.Context) error {
 			return err
 		}
 		if ierr != nil {
-			kind := errKindOther
-			switch {
-			case errors.Is(ierr, ErrDeltaFailed):
-				kind = errKindDelta
-			case errors.Is(ierr, ErrSplitGone):
-				kind = errKindGone
-			}
-			errs = append(errs, itemErr{i, kind, ierr.Error()})
+			errs = append(errs, itemError{i, errKind(ierr), ierr.Error()})
 		}
 	}
 	s.enc.status(sinkErr)
 	if sinkErr == nil {
-		s.enc.uvarint(uint64(len(errs)))
-		for _, e := range errs {
-			s.enc.uvarint(uint64(e.i))
-			s.enc.byte(e.kind)
-			s.enc.str(e.msg)
-		}
+		s.enc.itemErrors(errs)
 	}
 	return nil
 }
