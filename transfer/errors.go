@@ -47,3 +47,12 @@ var ErrOutsideRoot = errors.New("path leaves the served root")
 
 // ErrACLText is wrapped by ParseACLText's errors.
 var ErrACLText = errors.New("malformed ACL text")
+
+// errHelloFields is wrapped by the error of a handshake whose JSON does not
+// fit this version's Hello or helloReply, which Serve then refuses with a
+// reply, as it does a version mismatch.
+var errHelloFields = errors.New("the peers' versions differ")
+
+// errNoSelection is told to a client whose receiver cannot delete or
+// itemize.
+var errNoSelection = errors.New("this receiver cannot delete or itemize")

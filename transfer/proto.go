@@ -182,11 +182,6 @@ func decodeHandshake(b []byte, v any) error {
 	return fmt.Errorf("%w: handshake: %w: %w (install the same version on both hosts)", ErrProtocol, err, errHelloFields)
 }
 
-// errHelloFields is wrapped by the error of a handshake whose JSON does not
-// fit this version's Hello or helloReply, which Serve then refuses with a
-// reply, as it does a version mismatch.
-var errHelloFields = errors.New("the peers' versions differ")
-
 // Messages. Each request is one type byte followed by its fields; every
 // reply starts with a status byte (statusOK, or statusFatal and a message
 // after which the server ends the stream).

@@ -24,10 +24,6 @@ type Itemizer interface {
 	Itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, error)
 }
 
-// errNoSelection is told to a client whose receiver cannot delete or
-// itemize.
-var errNoSelection = errors.New("this receiver cannot delete or itemize")
-
 // Delete asks a receiver to delete what the list last sent with Plan
 // lacks (push, --delete). It returns the deleted paths and per-entry
 // errors; the error ends the run.
