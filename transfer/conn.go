@@ -150,6 +150,12 @@ func withStderr(s Stream, err error) error {
 	if (strings.Contains(msg, "not found") || strings.Contains(err.Error(), "status 127")) && !strings.Contains(err.Error(), installHint) {
 		err = fmt.Errorf("%w%s", err, installHint)
 	}
+	// The remote shell's words for a missing command (it has no typed
+	// form) and its exit status 127 mean no agent there.
+	if errors.Is(err, ErrProtocol) && !errors.Is(err, ErrNoAgent) &&
+		(strings.Contains(msg, "not found") || strings.Contains(msg, "No such file or directory") || strings.Contains(err.Error(), "status 127")) {
+		err = &noAgentError{err}
+	}
 	return err
 }
 

@@ -18,6 +18,20 @@ var ErrProtocol = errors.New("protocol error")
 // the restore. Check with errors.Is.
 var ErrRemoteExited = errors.New("the remote side ended early")
 
+// ErrNoAgent marks, with ErrProtocol, a handshake that failed because the
+// remote host has no restoresync agent: something else answered (a shell's
+// "command not found", a login banner), or the remote command could not be
+// run (exit status 127, "No such file or directory" on its stderr). The
+// methods that can do without the agent fall back on the remote's own
+// tools then. Check with errors.Is.
+var ErrNoAgent = errors.New("no restoresync agent on the remote host")
+
+// noAgentError marks err as ErrNoAgent without changing its text.
+type noAgentError struct{ err error }
+
+func (e *noAgentError) Error() string   { return e.err.Error() }
+func (e *noAgentError) Unwrap() []error { return []error{e.err, ErrNoAgent} }
+
 // ErrUnknownCodec is returned when a frame or a flag names a codec this
 // build does not know.
 var ErrUnknownCodec = errors.New("unknown codec")

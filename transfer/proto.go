@@ -142,7 +142,7 @@ func readHandshake(r *bufio.Reader, v any) error {
 			}
 			return fmt.Errorf("%w: no handshake: %w", ErrProtocol, err)
 		}
-		return fmt.Errorf("%w: peer is not a restoresync agent: it sent %q", ErrProtocol, got)
+		return &noAgentError{fmt.Errorf("%w: peer is not a restoresync agent: it sent %q", ErrProtocol, got)}
 	}
 	if err != nil {
 		return fmt.Errorf("%w: handshake: %w", ErrProtocol, unexpected(err))

@@ -742,6 +742,26 @@ func TestHandshakeRefusals(t *testing.T) {
 			}
 		})
 	}
+	// Only a peer that is not the agent, or a command the remote shell
+	// could not find, is ErrNoAgent.
+	for _, tt := range []struct {
+		name, stderr string
+		peer         func(in *bufio.Reader, out io.Writer)
+		want         bool
+	}{
+		{"command not found", "", func(in *bufio.Reader, out io.Writer) { io.WriteString(out, "bash: restoresync: command not found\n") }, true},
+		{"command not found on stderr", "bash: line 1: restoresync: command not found\n", func(in *bufio.Reader, out io.Writer) {}, true},
+		{"no such file on stderr", "sh: 1: /opt/restoresync: No such file or directory\n", func(in *bufio.Reader, out io.Writer) {}, true},
+		{"login banner", "", func(in *bufio.Reader, out io.Writer) { io.WriteString(out, "Welcome to Ubuntu 24.04 LTS\n") }, true},
+		{"newer protocol", "", replyWith(helloReply{Proto: 9, Version: "9.0.0", Codecs: CodecNames()}), false},
+		{"closed without a word", "", func(in *bufio.Reader, out io.Writer) {}, false},
+		{"server refuses", "", replyWith(helloReply{Proto: ProtocolVersion, Version: "1.4.0", Error: "open /srv: permission denied"}), false},
+	} {
+		_, err := Handshake(ctx, fakePeer(t, tt.stderr, tt.peer), hello)
+		if err == nil || errors.Is(err, ErrNoAgent) != tt.want {
+			t.Errorf("%s: %v: wraps ErrNoAgent %v, want %v", tt.name, err, errors.Is(err, ErrNoAgent), tt.want)
+		}
+	}
 	// A codec this build does not know is refused before anything is sent.
 	h := hello
 	h.Compression = "brotli"
