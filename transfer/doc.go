@@ -57,7 +57,9 @@
 // it, the run cannot go on with it; a per-item error concerns that item
 // only, and the stream goes on. A peer's per-item error is a RemoteError
 // whose Kind is the sentinel the wire carries (ErrDeltaFailed,
-// ErrSplitGone), chosen with errors.Is on the sending side. Every Conn
+// ErrSplitGone), chosen with errors.Is on the sending side. A handshake
+// that found no agent on the remote host wraps ErrNoAgent with ErrProtocol,
+// so that callers fall back without reading messages. Every Conn
 // method that takes a ctx closes the stream when ctx ends, so that a call
 // blocked on the peer returns ctx's error. The sentinels are in errors.go,
 // the handshake's wire types in proto.go and receiveropts.go, the replies
