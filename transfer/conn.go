@@ -44,7 +44,9 @@ func (r countingReader) Read(p []byte) (int, error) {
 // are the protocol's requests. A Conn is used by at most two goroutines at a
 // time: one sending requests (the Send* methods and the synchronous calls)
 // and, for pipelined calls, one receiving replies (the Recv* methods), in the
-// order the requests were sent.
+// order the requests were sent. Its methods return per-item results first
+// and a stream error last, after which the Conn is unusable (see the
+// package doc).
 type Conn struct {
 	s          Stream
 	enc        encoder
