@@ -2,7 +2,6 @@ package restore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -74,8 +73,8 @@ func openSession(ctx context.Context, o Options, sel selection, src, dst transpo
 		}
 		wo := o.writerOptions(sel)
 		wo.Delta = !o.WholeFile
-		opts, _ := json.Marshal(wo)
-		p, err := remotePool(ctx, o, dst, transfer.Hello{Role: transfer.RoleReceiver, Path: dst.Path, Receiver: opts})
+		ro := receiverOptions(wo)
+		p, err := remotePool(ctx, o, dst, transfer.Hello{Role: transfer.RoleReceiver, Path: dst.Path, Receiver: &ro})
 		if err != nil {
 			ls.Close()
 			return nil, err

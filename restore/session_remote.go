@@ -107,11 +107,7 @@ func (s *pushSession) runStream(ctx context.Context, i int, batches <-chan *batc
 }
 
 func (s *pushSession) commit(ctx context.Context, e *treewalk.Entry) (itemErr, err error) {
-	cerr, fatal := s.p.conn(0).Commit(ctx, e)
-	if fatal {
-		return nil, cerr
-	}
-	return cerr, nil
+	return s.p.conn(0).Commit(ctx, e)
 }
 
 func (s *pushSession) deferCommits() bool { return true }

@@ -158,17 +158,6 @@ func (ts *tarStream) wireBytes() int64 {
 }
 
 // agentMissing reports whether a handshake failed because the remote host
-// has no restoresync agent: the remote shell could not find the command,
-// or something else than the agent answered.
-func agentMissing(err error) bool {
-	if !errors.Is(err, transfer.ErrProtocol) {
-		return false
-	}
-	msg := err.Error()
-	for _, sign := range []string{"not a restoresync agent", "status 127", "not found", "No such file or directory"} {
-		if strings.Contains(msg, sign) {
-			return true
-		}
-	}
-	return false
-}
+// has no restoresync agent (transfer.ErrNoAgent): the remote shell could
+// not find the command, or something else than the agent answered.
+func agentMissing(err error) bool { return errors.Is(err, transfer.ErrNoAgent) }

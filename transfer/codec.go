@@ -2,7 +2,6 @@ package transfer
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -34,10 +33,6 @@ const (
 
 // codecNames lists the codecs by name, in Codec order.
 var codecNames = []string{"none", "lz4", "zstd", "gzip"}
-
-// ErrUnknownCodec is returned when a frame or a flag names a codec this
-// build does not know.
-var ErrUnknownCodec = errors.New("unknown codec")
 
 // String returns the codec's name as used by --compress.
 func (c Codec) String() string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/restoresync/restoresync/delta"
@@ -18,7 +19,9 @@ import (
 // are the protocol's requests. A Conn is used by at most two goroutines at a
 // time: one sending requests (the Send* methods and the synchronous calls)
 // and, for pipelined calls, one receiving replies (the Recv* methods), in the
-// order the requests were sent.
+// order the requests were sent. Its methods return per-item results first
+// and a stream error last, after which the Conn is unusable (see the
+// package doc).
 type Conn struct {
 	s          transport.Stream
 	enc        encoder
@@ -51,14 +54,14 @@ func Handshake(ctx context.Context, s transport.Stream, h Hello) (*Conn, error) 
 	cw := transport.CountingWriter(s, &c.sent)
 	br := bufio.NewReaderSize(transport.CountingReader(s, &c.recv), 64<<10)
 	if err := writeHandshake(cw, h); err != nil {
-		return nil, transport.WithStderr(s, fmt.Errorf("handshake: %w", err))
+		return nil, withStderr(s, fmt.Errorf("handshake: %w", err))
 	}
 	var rep helloReply
 	if err := readHandshake(br, &rep); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, transport.WithStderr(s, err)
+		return nil, withStderr(s, err)
 	}
 	if rep.Proto != ProtocolVersion {
 		return nil, fmt.Errorf("%w: the remote agent (restoresync %s) speaks protocol %d, this client (restoresync %s) speaks %d: install the same version on both hosts",
@@ -79,14 +82,45 @@ func Handshake(ctx context.Context, s transport.Stream, h Hello) (*Conn, error) 
 	}
 	c.enc = encoder{fw: fw, verify: h.Verify}
 	c.dec = decoder{fr: newFrameReader(br), verify: h.Verify}
+	c.s = closingStream{s, c.dec.fr}
 	c.Peer = rep.Version
 	if !stop() {
 		// ctx ended as the handshake completed: the stream is being
 		// closed under us, so it is not a usable Conn.
 		fw.Close()
+		c.dec.fr.Close()
 		return nil, ctx.Err()
 	}
 	return c, nil
+}
+
+// closingStream is a Conn's stream: closing it (Close, Abort, CloseTar, a
+// cancelled call, the idle timeout) also stops the frame reader's
+// goroutine, which would otherwise wait for ever to hand a frame to a
+// Conn that reads no more.
+type closingStream struct {
+	transport.Stream
+	fr *frameReader
+}
+
+// Close closes the stream, then the frame reader.
+func (s closingStream) Close() error {
+	err := s.Stream.Close()
+	s.fr.Close()
+	return err
+}
+
+// withStderr is transport.WithStderr, and marks with ErrNoAgent a protocol
+// failure whose remote could not run the agent: the remote shell's words
+// for a missing command (they have no typed form) or its exit status 127.
+func withStderr(s transport.Stream, err error) error {
+	err = transport.WithStderr(s, err)
+	msg := s.Stderr()
+	if errors.Is(err, ErrProtocol) && !errors.Is(err, ErrNoAgent) &&
+		(strings.Contains(msg, "not found") || strings.Contains(msg, "No such file or directory") || strings.Contains(err.Error(), "status 127")) {
+		err = &noAgentError{err}
+	}
+	return err
 }
 
 // WireBytes returns the bytes sent and received on the stream so far,
@@ -105,11 +139,28 @@ func (c *Conn) fail(err error) error {
 	if errors.As(err, &re) {
 		return err
 	}
-	return transport.WithStderr(c.s, err)
+	return withStderr(c.s, err)
+}
+
+// watch makes ctx cancel one call: if ctx ends before the call returns, the
+// stream is closed, so that a read or a write blocked on the peer returns
+// (cancel by closing, as gokrazy/rsync's closeOnErr does), and the call's
+// error becomes ctx's. The Conn is then unusable, as after any stream
+// error. The caller defers the returned function with its error result:
+//
+//	defer c.watch(ctx)(&err)
+func (c *Conn) watch(ctx context.Context) func(errp *error) {
+	stop := context.AfterFunc(ctx, func() { c.s.Close() })
+	return func(errp *error) {
+		if !stop() && *errp != nil {
+			*errp = ctx.Err()
+		}
+	}
 }
 
 // List asks a sender for its file list (pull).
-func (c *Conn) List(ctx context.Context) (treewalk.List, error) {
+func (c *Conn) List(ctx context.Context) (_ treewalk.List, err error) {
+	defer c.watch(ctx)(&err)
 	c.pending.Add(1)
 	defer c.pending.Add(-1)
 	c.enc.byte(msgList)
@@ -145,16 +196,17 @@ func (c *Conn) SendRead(items []Item) error {
 // stream error that ends the stream. Delta items need w to be a
 // BasisOpener; a delta that cannot be applied is an item error wrapping
 // ErrDeltaFailed.
-func (c *Conn) RecvRead(ctx context.Context, items []Item, w ItemWriter) ([]error, error) {
+func (c *Conn) RecvRead(ctx context.Context, items []Item, w ItemWriter) (_ []error, err error) {
+	defer c.watch(ctx)(&err)
 	defer c.pending.Add(-1)
 	if err := c.dec.status(); err != nil {
 		return nil, c.fail(err)
 	}
 	errs := make([]error, len(items))
 	for i := range items {
-		itemErr, fatal := recvItemData(ctx, &c.dec, w, &items[i])
-		if fatal != nil {
-			return nil, c.fail(fatal)
+		itemErr, err := recvItemData(ctx, &c.dec, w, &items[i])
+		if err != nil {
+			return nil, c.fail(err)
 		}
 		errs[i] = itemErr
 	}
@@ -165,7 +217,8 @@ func (c *Conn) RecvRead(ctx context.Context, items []Item, w ItemWriter) ([]erro
 // tree, prepares directories and split files, and answers with the indices
 // of the entries whose data it needs and the signatures of the copies it
 // already has of some of them.
-func (c *Conn) Plan(ctx context.Context, entries []treewalk.Entry) (PlanResult, error) {
+func (c *Conn) Plan(ctx context.Context, entries []treewalk.Entry) (_ PlanResult, err error) {
+	defer c.watch(ctx)(&err)
 	c.pending.Add(1)
 	defer c.pending.Add(-1)
 	c.enc.byte(msgFileList)
@@ -177,25 +230,8 @@ func (c *Conn) Plan(ctx context.Context, entries []treewalk.Entry) (PlanResult, 
 	if err := c.dec.status(); err != nil {
 		return PlanResult{}, c.fail(err)
 	}
-	n, err := c.dec.count()
+	res, err := c.dec.planReply(entries)
 	if err != nil {
-		return PlanResult{}, c.fail(err)
-	}
-	var res PlanResult
-	for range n {
-		i, err := c.dec.uvarint()
-		if err != nil {
-			return PlanResult{}, c.fail(err)
-		}
-		if i >= uint64(len(entries)) || !entries[i].HasData() {
-			return PlanResult{}, fmt.Errorf("%w: receiver needs entry %d", ErrProtocol, i)
-		}
-		res.Need = append(res.Need, int(i))
-	}
-	if res.Errors, err = c.dec.pathErrors(); err != nil {
-		return PlanResult{}, c.fail(err)
-	}
-	if res.Signatures, err = c.dec.signatures(res.Need); err != nil {
 		return PlanResult{}, c.fail(err)
 	}
 	return res, nil
@@ -206,7 +242,8 @@ func (c *Conn) Plan(ctx context.Context, entries []treewalk.Entry) (PlanResult, 
 // them too) and a stream error. RecvWrite reads the reply. An item with
 // Delta is sent as a delta against the signature (only the signature's
 // sizes go to the receiver, which has the basis).
-func (c *Conn) SendWrite(ctx context.Context, items []Item, src ItemSource, buf []byte) ([]error, error) {
+func (c *Conn) SendWrite(ctx context.Context, items []Item, src ItemSource, buf []byte) (_ []error, err error) {
+	defer c.watch(ctx)(&err)
 	c.pending.Add(1) // until RecvWrite
 	c.enc.byte(msgWrite)
 	c.enc.itemList(items, false)
@@ -217,7 +254,10 @@ func (c *Conn) SendWrite(ctx context.Context, items []Item, src ItemSource, buf 
 			return nil, c.fail(err)
 		}
 	}
-	return errs, c.fail(c.enc.flush())
+	if err := c.enc.flush(); err != nil {
+		return nil, c.fail(err)
+	}
+	return errs, nil
 }
 
 // RecvWrite reads the receiver's per-item errors for the oldest outstanding
@@ -229,66 +269,42 @@ func (c *Conn) RecvWrite(items []Item) ([]error, error) {
 	if err := c.dec.status(); err != nil {
 		return nil, c.fail(err)
 	}
-	errs := make([]error, len(items))
-	n, err := c.dec.count()
+	errs, err := c.dec.itemErrors(len(items))
 	if err != nil {
 		return nil, c.fail(err)
-	}
-	for range n {
-		i, err := c.dec.uvarint()
-		if err != nil {
-			return nil, c.fail(err)
-		}
-		kind, err := c.dec.byte()
-		if err != nil {
-			return nil, c.fail(unexpected(err))
-		}
-		msg, err := c.dec.str()
-		if err != nil {
-			return nil, c.fail(err)
-		}
-		if i >= uint64(len(items)) || kind > errKindGone {
-			return nil, fmt.Errorf("%w: error of kind %d for item %d of %d", ErrProtocol, kind, i, len(items))
-		}
-		switch kind {
-		case errKindDelta:
-			errs[i] = &RemoteError{Msg: msg, Kind: ErrDeltaFailed}
-		case errKindGone:
-			errs[i] = &RemoteError{Msg: msg, Kind: ErrSplitGone}
-		default:
-			errs[i] = &RemoteError{Msg: msg}
-		}
 	}
 	return errs, nil
 }
 
 // Commit tells a receiver that every block of the split file e has been
-// written (push); it puts the file in place. The error concerns e only,
-// unless it wraps a stream failure (then the second result is true).
-func (c *Conn) Commit(ctx context.Context, e *treewalk.Entry) (err error, fatal bool) {
+// written (push); it puts the file in place. itemErr is the receiver's
+// error for e (a RemoteError; the stream goes on); err is a stream error.
+func (c *Conn) Commit(ctx context.Context, e *treewalk.Entry) (itemErr, err error) {
+	defer c.watch(ctx)(&err)
 	c.pending.Add(1)
 	defer c.pending.Add(-1)
 	c.enc.byte(msgCommit)
 	c.enc.entry(e)
 	if err := c.enc.flush(); err != nil {
-		return c.fail(err), true
+		return nil, c.fail(err)
 	}
 	if err := c.dec.status(); err != nil {
-		return c.fail(err), true
+		return nil, c.fail(err)
 	}
 	msg, err := c.dec.str()
 	if err != nil {
-		return c.fail(err), true
+		return nil, c.fail(err)
 	}
 	if msg != "" {
-		return &RemoteError{Msg: msg}, false
+		return &RemoteError{Msg: msg}, nil
 	}
-	return nil, false
+	return nil, nil
 }
 
 // Finish asks a receiver to create symlinks, hardlinks and special files,
 // set directory metadata and remove stale temporary files (push).
-func (c *Conn) Finish(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
+func (c *Conn) Finish(ctx context.Context, entries []treewalk.Entry) (_ []*treewalk.PathError, err error) {
+	defer c.watch(ctx)(&err)
 	c.pending.Add(1)
 	defer c.pending.Add(-1)
 	c.enc.byte(msgFinish)
@@ -304,7 +320,10 @@ func (c *Conn) Finish(ctx context.Context, entries []treewalk.Entry) ([]*treewal
 		return nil, c.fail(err)
 	}
 	errs, err := c.dec.pathErrors()
-	return errs, c.fail(err)
+	if err != nil {
+		return nil, c.fail(err)
+	}
+	return errs, nil
 }
 
 // Close says goodbye, waits for the server to end its side and closes the

@@ -45,6 +45,32 @@
 // RsyncStream (RsyncStream.SetIdleTimeout) when no byte moves while a Read
 // or Write on it waits on the peer.
 //
+// Sealed wire types: what crosses the wire is a type of this package,
+// never a struct of another layer. The handshake's JSON (Hello, its
+// ReceiverOptions, helloReply) has an explicit name for every field, and a
+// field the reader does not know is refused (ErrProtocol, naming it) unless
+// the peer announced another ProtocolVersion, which is then reported. The
+// bytes of every message and of a frame of each codec are pinned by
+// golden_test.go against testdata/golden (go test -run TestGoldenWire
+// -update rewrites them, with a ProtocolVersion bump when they change).
+//
+// Per-item errors versus stream errors: a request that concerns several
+// items or entries (Conn's RecvRead, SendWrite, RecvWrite, Plan, Finish,
+// Delete, List) returns their errors first, one per item (nil where it
+// succeeded) or per failed entry (treewalk.PathError), and a stream error
+// last; Commit returns (itemErr, err) likewise. A non-nil last error means
+// the stream is unusable (out of sync, closed, or its peer failed): close
+// it, the run cannot go on with it; a per-item error concerns that item
+// only, and the stream goes on. A peer's per-item error is a RemoteError
+// whose Kind is the sentinel the wire carries (ErrDeltaFailed,
+// ErrSplitGone), chosen with errors.Is on the sending side. A handshake
+// that found no agent on the remote host wraps ErrNoAgent with ErrProtocol,
+// so that callers fall back without reading messages. Every Conn
+// method that takes a ctx closes the stream when ctx ends, so that a call
+// blocked on the peer returns ctx's error. The sentinels are in errors.go,
+// the handshake's wire types in proto.go and receiveropts.go, the replies
+// with per-item results in reply.go.
+//
 // An interrupted stream leaves nothing behind on its own: writing is the
 // business of restore's safe writer, which the server side calls through
 // Sink.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -36,10 +35,6 @@ const (
 	// goroutine and the consumer: the pipeline's backpressure.
 	frameQueue = 4
 )
-
-// ErrProtocol marks a peer that broke the wire protocol: a bad frame, an
-// unknown message, a value out of range. Callers map it to exit code 12.
-var ErrProtocol = errors.New("protocol error")
 
 var rawPool = sync.Pool{New: func() any { b := make([]byte, 0, frameRawBytes); return &b }}
 
@@ -155,12 +150,19 @@ func (fw *frameWriter) Close() error {
 }
 
 // frameReader reads frames, decompressing them in a goroutine of its own, and
-// serves their decoded bytes. Read and ReadByte are called by one goroutine.
+// serves their decoded bytes. Read and ReadByte are called by one goroutine;
+// Close may be called from any.
 type frameReader struct {
 	ch  chan frameResult
 	cur *[]byte
 	off int
 	err error
+	// done is closed by Close: the goroutine stops handing frames to a
+	// consumer that reads no more, instead of blocking on ch for ever.
+	done      chan struct{}
+	closeOnce sync.Once
+	// exited is closed when the goroutine has returned.
+	exited chan struct{}
 }
 
 type frameResult struct {
@@ -169,21 +171,37 @@ type frameResult struct {
 }
 
 func newFrameReader(r *bufio.Reader) *frameReader {
-	fr := &frameReader{ch: make(chan frameResult, frameQueue)}
+	fr := &frameReader{ch: make(chan frameResult, frameQueue), done: make(chan struct{}), exited: make(chan struct{})}
 	go fr.run(r)
 	return fr
 }
 
+// run reads frames until the stream ends or fails, or Close is called. A
+// read of r in progress when Close is called returns only when r does:
+// whoever closes the reader also closes the stream beneath it.
 func (fr *frameReader) run(r *bufio.Reader) {
+	defer close(fr.exited)
 	defer close(fr.ch)
 	var enc []byte
 	for {
 		b, err := readFrame(r, &enc)
-		fr.ch <- frameResult{b, err}
+		select {
+		case fr.ch <- frameResult{b, err}:
+		case <-fr.done:
+			return
+		}
 		if err != nil {
 			return
 		}
 	}
+}
+
+// Close tells the reading goroutine that nothing more is read: it returns
+// instead of waiting to hand over a frame. Read and ReadByte may still
+// serve frames already queued, then io.EOF. Idempotent and safe for
+// concurrent use.
+func (fr *frameReader) Close() {
+	fr.closeOnce.Do(func() { close(fr.done) })
 }
 
 // readFrame reads and decodes one frame; io.EOF means a clean end of stream

@@ -3,7 +3,6 @@ package transfer
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -49,16 +48,6 @@ type ItemSource interface {
 	Open(ctx context.Context, it *Item) (io.ReadCloser, error)
 }
 
-// ErrSizeMismatch is reported for an item whose data was shorter or longer
-// than its announced length.
-var ErrSizeMismatch = errors.New("data length differs from the file list")
-
-// ErrVerifyFailed is the item error of --verify (Hello.Verify) when the
-// xxh3-128 of the bytes the receiver got differs from the sender's hash of
-// the bytes it read from disk: the data was corrupted on the way, and the
-// file is not put in place.
-var ErrVerifyFailed = errors.New("checksum mismatch (--verify): the data received differs from what the sender read")
-
 // finishRead checks, after the last byte of an item was read from r, that
 // the source file did not change while it was read (see LocalSource.Open).
 func finishRead(r io.Reader) error {
@@ -72,8 +61,11 @@ func finishRead(r io.Reader) error {
 // tag if the source fails. With enc.verify the end tag is a sum tag: the
 // xxh3-128 of the bytes read, which the receiver checks. buf is the disk
 // read buffer (any size; chunks on the wire stay at most chunkBytes). It
-// returns only wire errors; the source's error is returned as itemErr,
-// including a file that changed while it was read (ErrSourceChanged).
+// returns the item's error: the source's (a failed open or read, a file
+// that shrank or changed while it was read, ErrSizeMismatch,
+// ErrSourceChanged), which the error tag also tells the receiver. Stream
+// errors are sticky in enc's frame writer (enc.fw.Err), for the caller to
+// check.
 func sendItemData(ctx context.Context, enc *encoder, src ItemSource, it *Item, buf []byte) (itemErr error) {
 	r, err := src.Open(ctx, it)
 	if err != nil {
@@ -133,12 +125,12 @@ func sendItemData(ctx context.Context, enc *encoder, src ItemSource, it *Item, b
 // it served matches the sender's hash. On a --verify stream a whole item
 // ends with the sender's hash too, and a mismatch is ErrVerifyFailed.
 type itemReader struct {
-	d     *decoder
-	left  int64 // bytes the item may still yield
-	chunk int64 // bytes left in the current chunk
-	done  bool  // end, sum or error tag consumed
-	err   error // item error (remote or size), sticky
-	fatal error // wire error, sticky
+	d         *decoder
+	left      int64 // bytes the item may still yield
+	chunk     int64 // bytes left in the current chunk
+	done      bool  // end, sum or error tag consumed
+	err       error // item error (remote or size), sticky
+	streamErr error // stream error (the stream is out of sync), sticky
 
 	delta    *delta.Signature // nil for a whole item
 	basis    io.ReaderAt      // the basis of a delta item
@@ -153,18 +145,18 @@ type itemReader struct {
 func (r *itemReader) nextTag() {
 	tag, err := r.d.byte()
 	if err != nil {
-		r.fatal = unexpected(err)
+		r.streamErr = unexpected(err)
 		return
 	}
 	switch tag {
 	case tagChunk:
 		n, err := r.d.uvarint()
 		if err != nil {
-			r.fatal = err
+			r.streamErr = err
 			return
 		}
 		if n > maxFrameRaw {
-			r.fatal = fmt.Errorf("%w: chunk of %d bytes", ErrProtocol, n)
+			r.streamErr = fmt.Errorf("%w: chunk of %d bytes", ErrProtocol, n)
 			return
 		}
 		r.chunk = int64(n)
@@ -173,7 +165,7 @@ func (r *itemReader) nextTag() {
 		}
 	case tagEnd:
 		if r.hash != nil {
-			r.fatal = fmt.Errorf("%w: end tag in a delta or verified item", ErrProtocol)
+			r.streamErr = fmt.Errorf("%w: end tag in a delta or verified item", ErrProtocol)
 			return
 		}
 		r.done = true
@@ -182,17 +174,17 @@ func (r *itemReader) nextTag() {
 		}
 	case tagCopy:
 		if r.delta == nil {
-			r.fatal = fmt.Errorf("%w: copy tag in a whole item", ErrProtocol)
+			r.streamErr = fmt.Errorf("%w: copy tag in a whole item", ErrProtocol)
 			return
 		}
 		r.nextCopy()
 	case tagSum:
 		if r.hash == nil {
-			r.fatal = fmt.Errorf("%w: sum tag in a whole item of a stream without --verify", ErrProtocol)
+			r.streamErr = fmt.Errorf("%w: sum tag in a whole item of a stream without --verify", ErrProtocol)
 			return
 		}
 		if _, err := io.ReadFull(r.d.fr, r.sum[:]); err != nil {
-			r.fatal = unexpected(err)
+			r.streamErr = unexpected(err)
 			return
 		}
 		r.done = true
@@ -212,7 +204,7 @@ func (r *itemReader) nextTag() {
 	case tagErr:
 		msg, err := r.d.str()
 		if err != nil {
-			r.fatal = err
+			r.streamErr = err
 			return
 		}
 		r.done = true
@@ -220,7 +212,7 @@ func (r *itemReader) nextTag() {
 			r.err = &RemoteError{Msg: msg}
 		}
 	default:
-		r.fatal = fmt.Errorf("%w: item data tag %d", ErrProtocol, tag)
+		r.streamErr = fmt.Errorf("%w: item data tag %d", ErrProtocol, tag)
 	}
 }
 
@@ -230,12 +222,12 @@ func (r *itemReader) nextTag() {
 func (r *itemReader) nextCopy() {
 	first, err := r.d.uvarint()
 	if err != nil {
-		r.fatal = err
+		r.streamErr = err
 		return
 	}
 	count, err := r.d.uvarint()
 	if err != nil {
-		r.fatal = err
+		r.streamErr = err
 		return
 	}
 	if r.err != nil {
@@ -258,12 +250,12 @@ func (r *itemReader) nextCopy() {
 
 // Read hands out the item's bytes, io.EOF after the end tag.
 func (r *itemReader) Read(p []byte) (int, error) {
-	for r.chunk == 0 && r.copyLeft == 0 && !r.done && r.fatal == nil {
+	for r.chunk == 0 && r.copyLeft == 0 && !r.done && r.streamErr == nil {
 		r.nextTag()
 	}
 	switch {
-	case r.fatal != nil:
-		return 0, r.fatal
+	case r.streamErr != nil:
+		return 0, r.streamErr
 	case r.err != nil:
 		return 0, r.err
 	case r.done:
@@ -289,8 +281,8 @@ func (r *itemReader) Read(p []byte) (int, error) {
 		r.hash.Write(p[:n])
 	}
 	if err != nil {
-		r.fatal = unexpected(err)
-		return n, r.fatal
+		r.streamErr = unexpected(err)
+		return n, r.streamErr
 	}
 	return n, nil
 }
@@ -299,7 +291,7 @@ func (r *itemReader) Read(p []byte) (int, error) {
 // returns a wire error if one ends the stream.
 func (r *itemReader) drain() error {
 	r.draining = true
-	for !r.done && r.fatal == nil {
+	for !r.done && r.streamErr == nil {
 		if r.copyLeft > 0 {
 			r.left -= r.copyLeft
 			r.copyLeft = 0
@@ -310,19 +302,19 @@ func (r *itemReader) drain() error {
 			r.chunk -= n
 			r.left -= n
 			if err != nil {
-				r.fatal = unexpected(err)
+				r.streamErr = unexpected(err)
 			}
 			continue
 		}
 		r.nextTag()
 	}
-	return r.fatal
+	return r.streamErr
 }
 
 // recvItemData reads one item's data into w. It returns the item's own error
-// (sender failure, size mismatch, write failure) and, separately, a wire
-// error that ends the stream.
-func recvItemData(ctx context.Context, d *decoder, w ItemWriter, it *Item) (itemErr, fatal error) {
+// (sender failure, size mismatch, write failure) and, separately, a stream
+// error after which the stream is out of sync and unusable.
+func recvItemData(ctx context.Context, d *decoder, w ItemWriter, it *Item) (itemErr, err error) {
 	r := &itemReader{d: d, left: it.Length}
 	var werr error
 	if it.Delta == nil {
@@ -334,8 +326,8 @@ func recvItemData(ctx context.Context, d *decoder, w ItemWriter, it *Item) (item
 		r.delta, r.hash = it.Delta, xxh3.New()
 		werr = writeDelta(ctx, w, it, r)
 	}
-	if fatal := r.drain(); fatal != nil {
-		return nil, fatal
+	if err := r.drain(); err != nil {
+		return nil, err
 	}
 	if r.err != nil {
 		return r.err, nil

@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -23,8 +24,10 @@ import (
 // Optional features asked for in Hello (Verify) are acknowledged in the
 // reply, so an older agent that ignores them is recognised. Version 4 added
 // the error kind of a block whose split file had already failed
-// (ErrSplitGone) and SourceRoot.ImpliesRoot.
-const ProtocolVersion = 4
+// (ErrSplitGone) and SourceRoot.ImpliesRoot. Version 5 made the handshake
+// a sealed wire type: Hello.Receiver is ReceiverOptions, with JSON names of
+// its own, and either side refuses a handshake field it does not know.
+const ProtocolVersion = 5
 
 // magic opens the handshake in both directions, so that a peer that is not a
 // restoresync agent (a login banner, "command not found") is recognised.
@@ -37,8 +40,10 @@ const (
 )
 
 // Hello is the client's half of the handshake, sent as JSON after the magic
-// and a 4-byte big-endian length. Unknown fields are ignored by older peers;
-// anything that changes the frames or messages bumps ProtocolVersion.
+// and a 4-byte big-endian length. It is a wire type: every field has an
+// explicit JSON name, and the server refuses a field it does not know
+// (readHandshake); anything that changes the handshake, the frames or the
+// messages bumps ProtocolVersion.
 type Hello struct {
 	// Proto is the client's ProtocolVersion (set by Handshake).
 	Proto int `json:"proto"`
@@ -52,8 +57,9 @@ type Hello struct {
 	// they send, in ParseCompression form.
 	Compression string `json:"compression"`
 	// Receiver carries the receiver's options (owner mapping, block size)
-	// for RoleReceiver; transfer passes it to ServerConfig.NewSink unread.
-	Receiver json.RawMessage `json:"receiver,omitempty"`
+	// for RoleReceiver, which the server hands to ServerConfig.NewSink;
+	// nil means the zero ReceiverOptions.
+	Receiver *ReceiverOptions `json:"receiver,omitempty"`
 	// ReadBufferBytes is the disk read buffer the server uses as a sender
 	// (--read-buffer); 0 means chunkBytes. Capped at maxReadBuffer.
 	ReadBufferBytes int `json:"read_buffer,omitempty"`
@@ -90,7 +96,8 @@ type Hello struct {
 // maxReadBuffer caps a client's --read-buffer request on the server.
 const maxReadBuffer = 64 << 20
 
-// helloReply is the server's half of the handshake.
+// helloReply is the server's half of the handshake, a wire type like Hello:
+// explicit JSON names, unknown fields refused by the client.
 type helloReply struct {
 	Proto   int      `json:"proto"`
 	Version string   `json:"version"`
@@ -137,7 +144,7 @@ func readHandshake(r *bufio.Reader, v any) error {
 			}
 			return fmt.Errorf("%w: no handshake: %w", ErrProtocol, err)
 		}
-		return fmt.Errorf("%w: peer is not a restoresync agent: it sent %q", ErrProtocol, got)
+		return &noAgentError{fmt.Errorf("%w: peer is not a restoresync agent: it sent %q", ErrProtocol, got)}
 	}
 	if err != nil {
 		return fmt.Errorf("%w: handshake: %w", ErrProtocol, unexpected(err))
@@ -150,10 +157,31 @@ func readHandshake(r *bufio.Reader, v any) error {
 	if _, err := io.ReadFull(r, b); err != nil {
 		return fmt.Errorf("%w: handshake: %w", ErrProtocol, unexpected(err))
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%w: handshake: %w", ErrProtocol, err)
+	return decodeHandshake(b, v)
+}
+
+// decodeHandshake decodes the JSON of a Hello or a helloReply into v,
+// refusing fields v does not have: a peer of another version could mean
+// something by them that this side would silently drop. A peer that
+// announces another ProtocolVersion is decoded leniently instead, so that
+// the caller's version check reports the mismatch, naming both versions.
+func decodeHandshake(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("data after the JSON object")
 	}
-	return nil
+	if err == nil {
+		return nil
+	}
+	var peer struct {
+		Proto int `json:"proto"`
+	}
+	if json.Unmarshal(b, &peer) == nil && peer.Proto != ProtocolVersion && json.Unmarshal(b, v) == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: handshake: %w: %w (install the same version on both hosts)", ErrProtocol, err, errHelloFields)
 }
 
 // Messages. Each request is one type byte followed by its fields; every

@@ -6,7 +6,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -720,6 +719,10 @@ func TestHandshakeRefusals(t *testing.T) {
 		{"truncated reply", "", func(in *bufio.Reader, out io.Writer) { out.Write([]byte(magic + "\x00\x00\x01")) }, []string{"handshake"}, true},
 		{"bad JSON", "", func(in *bufio.Reader, out io.Writer) { writeHandshake(out, "not an object") }, []string{"handshake"}, true},
 		{"huge reply", "", func(in *bufio.Reader, out io.Writer) { out.Write([]byte(magic + "\x7f\xff\xff\xff")) }, []string{"handshake of"}, true},
+		{"unknown reply field", "", replyWith(map[string]any{"proto": ProtocolVersion, "version": "1.4.0", "codecs": CodecNames(), "resume": true}),
+			[]string{`unknown field "resume"`, "versions differ"}, true},
+		{"newer protocol, unknown field", "", replyWith(map[string]any{"proto": 9, "version": "9.0.0", "codecs": CodecNames(), "resume": true}),
+			[]string{"restoresync 9.0.0", "protocol 9", "speaks " + strconv.Itoa(ProtocolVersion)}, true},
 		{"server refuses", "", replyWith(helloReply{Proto: ProtocolVersion, Version: "1.4.0", Error: "open /srv: permission denied"}),
 			[]string{"remote: open /srv: permission denied"}, false},
 	}
@@ -739,6 +742,26 @@ func TestHandshakeRefusals(t *testing.T) {
 				t.Errorf("error %q wraps ErrProtocol: %v, want %v", err, !tt.proto, tt.proto)
 			}
 		})
+	}
+	// Only a peer that is not the agent, or a command the remote shell
+	// could not find, is ErrNoAgent.
+	for _, tt := range []struct {
+		name, stderr string
+		peer         func(in *bufio.Reader, out io.Writer)
+		want         bool
+	}{
+		{"command not found", "", func(in *bufio.Reader, out io.Writer) { io.WriteString(out, "bash: restoresync: command not found\n") }, true},
+		{"command not found on stderr", "bash: line 1: restoresync: command not found\n", func(in *bufio.Reader, out io.Writer) {}, true},
+		{"no such file on stderr", "sh: 1: /opt/restoresync: No such file or directory\n", func(in *bufio.Reader, out io.Writer) {}, true},
+		{"login banner", "", func(in *bufio.Reader, out io.Writer) { io.WriteString(out, "Welcome to Ubuntu 24.04 LTS\n") }, true},
+		{"newer protocol", "", replyWith(helloReply{Proto: 9, Version: "9.0.0", Codecs: CodecNames()}), false},
+		{"closed without a word", "", func(in *bufio.Reader, out io.Writer) {}, false},
+		{"server refuses", "", replyWith(helloReply{Proto: ProtocolVersion, Version: "1.4.0", Error: "open /srv: permission denied"}), false},
+	} {
+		_, err := Handshake(ctx, fakePeer(t, tt.stderr, tt.peer), hello)
+		if err == nil || errors.Is(err, ErrNoAgent) != tt.want {
+			t.Errorf("%s: %v: wraps ErrNoAgent %v, want %v", tt.name, err, errors.Is(err, ErrNoAgent), tt.want)
+		}
 	}
 	// A codec this build does not know is refused before anything is sent.
 	h := hello
@@ -802,6 +825,13 @@ func TestServeRefusals(t *testing.T) {
 			[]string{"read-only"}, nil, true},
 		{"missing tree", Hello{Proto: ProtocolVersion, Version: "1.4.0", Role: RoleSender, Path: dir + "/missing", Compression: "zstd"},
 			[]string{"no such file"}, nil, true},
+		{"unknown receiver option", map[string]any{"proto": ProtocolVersion, "version": "1.4.0", "role": RoleReceiver, "path": dir, "compression": "zstd",
+			"receiver": map[string]any{"owner": map[string]any{"numeric_idz": true}}},
+			[]string{`unknown field "numeric_idz"`, "versions differ"}, []error{ErrProtocol}, true},
+		{"unknown hello field", map[string]any{"proto": ProtocolVersion, "version": "1.4.0", "role": RoleSender, "path": dir, "compression": "zstd", "resume": true},
+			[]string{`unknown field "resume"`, "versions differ"}, []error{ErrProtocol}, true},
+		{"newer client, unknown field", map[string]any{"proto": 9, "version": "9.0.0", "role": RoleSender, "path": dir, "compression": "zstd", "resume": true},
+			[]string{"restoresync 9.0.0", "protocol 9", "restoresync 1.4.0"}, []error{ErrProtocol}, true},
 		{"garbage", "bash: restoresync: command not found\n",
 			[]string{`"bash: restoresync: command not found\n"`}, []error{ErrProtocol}, false},
 		{"nothing", "", []string{"closed the stream before the handshake"}, []error{ErrProtocol}, false},
@@ -1160,7 +1190,7 @@ func TestServerRejectsBadRequests(t *testing.T) {
 type recordSink struct {
 	mu        sync.Mutex
 	dst       string
-	opts      json.RawMessage
+	opts      ReceiverOptions
 	opened    int
 	planned   []treewalk.Entry
 	written   collectWriter
@@ -1171,7 +1201,7 @@ type recordSink struct {
 
 var errReadOnly = errors.New("read-only file system")
 
-func (s *recordSink) open(ctx context.Context, dst string, opts json.RawMessage) (Sink, error) {
+func (s *recordSink) open(ctx context.Context, dst string, opts ReceiverOptions) (Sink, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dst, s.opts = dst, opts
@@ -1258,13 +1288,13 @@ func TestConnPush(t *testing.T) {
 	entries = append(entries, treewalk.Entry{Path: "q", Kind: treewalk.KindFifo}, treewalk.Entry{Path: "l", Kind: treewalk.KindSymlink, LinkTarget: "a.php"})
 
 	c := dialPipe(t, ctx, ServerConfig{Root: root, NewSink: sink.open, Version: "srv"},
-		Hello{Role: RoleReceiver, Path: "/home/alice", Compression: "gzip:6", Receiver: json.RawMessage(`{"blockSize":65536}`)})
+		Hello{Role: RoleReceiver, Path: "/home/alice", Compression: "gzip:6", Receiver: &ReceiverOptions{BlockSizeBytes: 65536, Owner: ReceiverOwner{NumericIDs: true}}})
 	res, err := c.Plan(ctx, entries)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sink.dst != filepath.Join(root, "home/alice") || string(sink.opts) != `{"blockSize":65536}` {
-		t.Errorf("NewSink got dst %q, options %s", sink.dst, sink.opts)
+	if sink.dst != filepath.Join(root, "home/alice") || sink.opts.BlockSizeBytes != 65536 || !sink.opts.Owner.NumericIDs {
+		t.Errorf("NewSink got dst %q, options %+v", sink.dst, sink.opts)
 	}
 	if !equalEntries(sink.planned, entries) {
 		t.Errorf("the sink was planned %d entries, want %d", len(sink.planned), len(entries))
@@ -1326,13 +1356,13 @@ func TestConnPush(t *testing.T) {
 		}
 	}
 
-	if err, fatal := c.Commit(ctx, &entries[3]); err != nil || fatal {
-		t.Errorf("Commit(big.sql) = %v, %v", err, fatal)
+	if itemErr, err := c.Commit(ctx, &entries[3]); itemErr != nil || err != nil {
+		t.Errorf("Commit(big.sql) = %v, %v", itemErr, err)
 	}
 	failing := treewalk.Entry{Path: "fail-commit.bin", Kind: treewalk.KindFile, Size: 1}
 	var re *RemoteError
-	if err, fatal := c.Commit(ctx, &failing); !errors.As(err, &re) || fatal || !strings.Contains(err.Error(), "no space left") {
-		t.Errorf("Commit(fail-commit.bin) = %v, %v; want a RemoteError for that file only", err, fatal)
+	if itemErr, err := c.Commit(ctx, &failing); !errors.As(itemErr, &re) || err != nil || !strings.Contains(itemErr.Error(), "no space left") {
+		t.Errorf("Commit(fail-commit.bin) = %v, %v; want a RemoteError for that file only", itemErr, err)
 	}
 	ferrs, err := c.Finish(ctx, entries) // refers to the planned list
 	if err != nil {

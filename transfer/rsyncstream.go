@@ -61,7 +61,7 @@ func DialRsyncSender(ctx context.Context, d transport.Dialer, h Hello, t Timeout
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, transport.WithStderr(s, expired(err, transport.HandshakeAwaiting(s)))
+		return nil, withStderr(s, expired(err, transport.HandshakeAwaiting(s)))
 	}
 	if err := writeHandshake(transport.CountingWriter(s, &rs.sent), h); err != nil {
 		return fail(fmt.Errorf("handshake: %w", err))

@@ -24,14 +24,11 @@ type Itemizer interface {
 	Itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, error)
 }
 
-// errNoSelection is told to a client whose receiver cannot delete or
-// itemize.
-var errNoSelection = errors.New("this receiver cannot delete or itemize")
-
 // Delete asks a receiver to delete what the list last sent with Plan
 // lacks (push, --delete). It returns the deleted paths and per-entry
 // errors; the error ends the run.
-func (c *Conn) Delete(ctx context.Context) ([]string, []*treewalk.PathError, error) {
+func (c *Conn) Delete(ctx context.Context) (_ []string, _ []*treewalk.PathError, err error) {
+	defer c.watch(ctx)(&err)
 	c.pending.Add(1) // the idle timeout watches the wait for the reply
 	defer c.pending.Add(-1)
 	c.enc.byte(msgDelete)
@@ -46,13 +43,17 @@ func (c *Conn) Delete(ctx context.Context) ([]string, []*treewalk.PathError, err
 		return nil, nil, c.fail(err)
 	}
 	errs, err := c.dec.pathErrors()
-	return deleted, errs, c.fail(err)
+	if err != nil {
+		return nil, nil, c.fail(err)
+	}
+	return deleted, errs, nil
 }
 
 // Itemize asks a receiver what restoring entries would change (push,
 // --dry-run and --itemize-changes), deletions included with del. The
 // receiver writes nothing.
-func (c *Conn) Itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, error) {
+func (c *Conn) Itemize(ctx context.Context, entries []treewalk.Entry, del bool) (_ []string, err error) {
+	defer c.watch(ctx)(&err)
 	c.pending.Add(1) // the idle timeout watches the wait for the reply
 	defer c.pending.Add(-1)
 	c.enc.byte(msgItemize)
@@ -65,7 +66,10 @@ func (c *Conn) Itemize(ctx context.Context, entries []treewalk.Entry, del bool) 
 		return nil, c.fail(err)
 	}
 	lines, err := c.dec.strings()
-	return lines, c.fail(err)
+	if err != nil {
+		return nil, c.fail(err)
+	}
+	return lines, nil
 }
 
 // serveDelete answers msgDelete on the receiver.

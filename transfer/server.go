@@ -3,7 +3,6 @@ package transfer
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -48,15 +47,12 @@ type ServerConfig struct {
 	// ReadOnly refuses the receiver role (a backup server's endpoint).
 	ReadOnly bool
 	// NewSink opens the destination dst for the receiver role, with the
-	// client's opaque receiver options. Nil refuses the receiver role.
-	NewSink func(ctx context.Context, dst string, opts json.RawMessage) (Sink, error)
+	// client's receiver options (Hello.Receiver; the zero value when it
+	// sent none). Nil refuses the receiver role.
+	NewSink func(ctx context.Context, dst string, opts ReceiverOptions) (Sink, error)
 	// Version is this build's version, announced in the handshake.
 	Version string
 }
-
-// ErrOutsideRoot is returned (and told to the client) for a path that
-// would leave ServerConfig.Root.
-var ErrOutsideRoot = errors.New("path leaves the served root")
 
 // Serve runs the server's side of one stream: the handshake, then requests
 // until the client says goodbye or closes its side (nil), the stream fails,
@@ -64,13 +60,16 @@ var ErrOutsideRoot = errors.New("path leaves the served root")
 func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	var h Hello
-	if err := readHandshake(br, &h); err != nil {
-		return err
-	}
 	rep := helloReply{Proto: ProtocolVersion, Version: cfg.Version, Codecs: CodecNames()}
 	refuse := func(err error) error {
 		rep.Error = err.Error()
 		writeHandshake(out, rep)
+		return err
+	}
+	if err := readHandshake(br, &h); err != nil {
+		if errors.Is(err, errHelloFields) {
+			return refuse(err) // a client of another version: tell it why
+		}
 		return err
 	}
 	if h.Proto != ProtocolVersion {
@@ -125,6 +124,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) e
 	}
 	s.enc = encoder{fw: fw, verify: h.Verify}
 	s.dec = decoder{fr: newFrameReader(br), verify: h.Verify}
+	defer s.dec.fr.Close() // a loop that ended early reads no more frames
 	err = s.loop(ctx)
 	if cerr := fw.Close(); err == nil {
 		err = cerr
@@ -192,6 +192,7 @@ func (s *server) openSource() (*LocalSource, error) {
 			return nil, fmt.Errorf("open served root: %w", err)
 		}
 		defer served.Close()
+		escapes := escapesError(served)
 		beneath := func(p string) (string, error) {
 			if _, err := s.resolve(p); err != nil {
 				return "", err
@@ -208,7 +209,7 @@ func (s *server) openSource() (*LocalSource, error) {
 				return nil, err
 			}
 			sub, err := served.OpenRoot(rel)
-			if err != nil && strings.Contains(err.Error(), "escapes") {
+			if err != nil && errors.Is(err, escapes) {
 				return nil, fmt.Errorf("%w: %q", ErrOutsideRoot, base)
 			}
 			return sub, err
@@ -285,12 +286,7 @@ func (s *server) loop(ctx context.Context) error {
 			}
 			s.enc.status(err)
 			if err == nil {
-				s.enc.uvarint(uint64(len(res.Need)))
-				for _, i := range res.Need {
-					s.enc.uvarint(uint64(i))
-				}
-				s.enc.pathErrors(res.Errors)
-				s.enc.signatures(res.Signatures)
+				s.enc.planReply(res)
 			}
 		case m == msgWrite && s.dst != "":
 			if err := s.write(ctx); err != nil {
@@ -357,40 +353,23 @@ func (s *server) write(ctx context.Context) error {
 		return err
 	}
 	sink, sinkErr := s.openSink(ctx)
-	type itemErr struct {
-		i    int
-		kind byte
-		msg  string
-	}
-	var errs []itemErr
+	var errs []itemError
 	for i := range items {
 		var w ItemWriter = discardWriter{}
 		if sinkErr == nil {
 			w = sink
 		}
-		ierr, fatal := recvItemData(ctx, &s.dec, w, &items[i])
-		if fatal != nil {
-			return fatal
+		ierr, err := recvItemData(ctx, &s.dec, w, &items[i])
+		if err != nil {
+			return err
 		}
 		if ierr != nil {
-			kind := errKindOther
-			switch {
-			case errors.Is(ierr, ErrDeltaFailed):
-				kind = errKindDelta
-			case errors.Is(ierr, ErrSplitGone):
-				kind = errKindGone
-			}
-			errs = append(errs, itemErr{i, kind, ierr.Error()})
+			errs = append(errs, itemError{i, errKind(ierr), ierr.Error()})
 		}
 	}
 	s.enc.status(sinkErr)
 	if sinkErr == nil {
-		s.enc.uvarint(uint64(len(errs)))
-		for _, e := range errs {
-			s.enc.uvarint(uint64(e.i))
-			s.enc.byte(e.kind)
-			s.enc.str(e.msg)
-		}
+		s.enc.itemErrors(errs)
 	}
 	return nil
 }
@@ -399,7 +378,11 @@ func (s *server) openSink(ctx context.Context) (Sink, error) {
 	if s.sink != nil {
 		return s.sink, nil
 	}
-	sink, err := s.cfg.NewSink(ctx, s.dst, s.hello.Receiver)
+	var opts ReceiverOptions
+	if s.hello.Receiver != nil {
+		opts = *s.hello.Receiver
+	}
+	sink, err := s.cfg.NewSink(ctx, s.dst, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -412,4 +395,17 @@ type discardWriter struct{}
 func (discardWriter) WriteItem(ctx context.Context, it *Item, r io.Reader) error {
 	_, err := io.Copy(io.Discard, r)
 	return err
+}
+
+// escapesError returns the error os.Root wraps (unexported in package os)
+// for a path that leads out of it, by a symlink or "..", so that errors.Is
+// finds it in the errors of r's methods: asking for ".." beneath r always
+// yields it.
+func escapesError(r *os.Root) error {
+	_, err := r.Stat("..")
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return errors.New("os.Root did not refuse \"..\"") // matches nothing else
 }

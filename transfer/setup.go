@@ -47,7 +47,7 @@ func Open(ctx context.Context, d transport.Dialer, h Hello, t Timeouts) (transpo
 	c, err := Handshake(sctx, s, h)
 	if err != nil {
 		s.Close() // waits for an -e program to end, so that its stderr is complete
-		return nil, nil, transport.WithStderr(s, expired(err, transport.HandshakeAwaiting(s)))
+		return nil, nil, withStderr(s, expired(err, transport.HandshakeAwaiting(s)))
 	}
 	c.SetIdleTimeout(t.Idle)
 	return s, c, nil

@@ -2,7 +2,6 @@ package transfer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -189,15 +188,6 @@ func (s *LocalSource) baseDir(p string) (*os.File, error) {
 		}
 	}
 }
-
-// ErrSourceChanged is the item error for a source file whose size or mtime
-// differ, after its data was read, from the file list's: it was written to
-// since it was listed, so the bytes read may mix two versions. The file is
-// not put in place (it would carry the listed mtime, and the quick check
-// would then take the mixed content for up to date); the other files go on,
-// and a rerun sends it. rsync's wording for the same is "file has vanished"
-// (for a deleted file) or a warning that it changed.
-var ErrSourceChanged = errors.New("file changed while it was being read")
 
 // Open returns a reader of it.Length bytes at it.Offset of the regular file
 // it.Entry.Path. The path is resolved without following any symlink (one

@@ -1,7 +1,6 @@
 package transfer
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -70,9 +69,6 @@ func aclQualifier(a treewalk.ACLEntry) string {
 	}
 	return strconv.FormatUint(uint64(a.ID), 10)
 }
-
-// ErrACLText is wrapped by ParseACLText's errors.
-var ErrACLText = errors.New("malformed ACL text")
 
 // ParseACLText parses the long or short text form of an ACL (acl(5):
 // "user::rw-", "u:alice:r", "g:33:rwx", entries separated by newlines or

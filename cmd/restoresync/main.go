@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -93,12 +92,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
+	if _, _, ferr := root.Find(args); ferr != nil {
+		// The command line names no command: cobra's Find refused it
+		// before anything ran, and refuses it again here.
+		err = &unknownCommandError{ferr}
+	}
 	code := exitCode(ctx, err)
 	switch code {
 	case exitSignal:
 		err = errors.New(interruptedMessage)
 	case exitUsage:
-		if strings.HasPrefix(err.Error(), "unknown command") {
+		if errors.As(err, new(*unknownCommandError)) {
 			err = fmt.Errorf("%w\nRun 'restoresync --help' for the commands.", err)
 		}
 	}
@@ -115,7 +119,7 @@ func exitCode(ctx context.Context, err error) int {
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.Is(err, restore.ErrUsage), isFlagError(err), errors.As(err, new(*dest.SpecError)),
-		strings.HasPrefix(err.Error(), "unknown command"):
+		errors.As(err, new(*unknownCommandError)):
 		return exitUsage
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		return exitSignal
@@ -158,6 +162,13 @@ func isFlagError(err error) bool {
 	var ue *usageError
 	return errors.As(err, &ue)
 }
+
+// unknownCommandError is cobra's error for a command line whose first word
+// is no command of the root (with its "Did you mean" suggestions): exit 1.
+type unknownCommandError struct{ err error }
+
+func (e *unknownCommandError) Error() string { return e.err.Error() }
+func (e *unknownCommandError) Unwrap() error { return e.err }
 
 // usageError is a wrong command line found by a command itself.
 type usageError struct{ msg string }
