@@ -25,4 +25,29 @@
 // restoresync-bench-* in the temporary directory (and, for a remote delta
 // run, restoresync-bench-delta-* on the source host). Relay is the lab's
 // delaying TCP link.
+//
+//	Generate(ctx, dir, o)           // profile's build plans nodes; p.finish; w.write:
+//	                                // mkdirs, files (in parallel), links, metadata
+//	res := Run(ctx, o)              // probe, e.plan(res): the rows; deltaSource
+//	for each run, for each row:     // interleaved: a slow spell hits no row alone
+//	    e.runOnce(full)             // measure into a fresh dst, then verify
+//	    e.runOnce(delta)            // same dst, from the changed copy
+//	s.finish(res); res.setVsRsync() // medians per row
+//	WriteResults(w, res, format); WriteChart(w, res)
+//
+// Files: gen.go — GenOptions, GenStats, Generate; profiles.go — the
+// profiles (media, small files, big file); hosting.go — the hosting
+// account; codetree.go — source trees, modes and sizes; plan.go — the
+// planned tree's nodes; write.go — writing a plan beneath an os.Root;
+// owners.go — owner classes resolved on the host; content.go — file
+// contents; text.go — textGen and the plain, HTML, CSS, JSON and shell
+// texts; code.go — PHP and JavaScript; data.go — mail, access logs, SQL
+// dumps; words.go — the word lists; rng.go — the PCG streams; delta.go —
+// MakeDeltaCopy, ParsePercent; run.go — RunOptions, Run and its rows;
+// baseline.go — the rsync and tar baselines; measure.go — timing a row's
+// commands, CPU and RSS, medians; verify.go — checking a result against
+// its source; sshcmd.go — ssh and -e command lines; farside.go — far-side
+// rusage (RunRusage, CollectRusage, MakeFarSetup); report.go — Results,
+// Row, WriteResults; chart.go — WriteChart (SVG); chart_png.go —
+// WriteChartPNG; relay.go — Relay.
 package bench

@@ -7,7 +7,20 @@
 //
 // The file is the first that exists of $XDG_CONFIG_HOME/restoresync/
 // config.toml (~/.config/... when XDG_CONFIG_HOME is unset) and
-// /etc/restoresync/config.toml, unless the caller names one (--config).
-// Precedence, lowest first: built-in defaults, the global section, the
-// account's section, command-line flags (applied by the caller).
+// /etc/restoresync/config.toml, unless the caller names one (--config;
+// "none" for no file at all). Precedence, lowest first: built-in defaults,
+// the global section, the account's section, command-line flags (applied
+// by the caller).
+//
+// Guarantees: the package only reads; it never writes or creates a
+// configuration file. An unknown key, a value of an unsupported type or a
+// table other than account.NAME is an *Error naming the file, line and
+// key, never silently ignored.
+//
+//	path, err := Find(explicit)     // --config, else user's, else system's
+//	f, err := Load(path, known)     // every value with its file and line
+//	f.Settings(account)             // global, overridden by [account.NAME]
+//
+// Files: config.go — SystemFile, None, Value, File, Error, Find,
+// UserFile, Load, Settings and the key-line scan.
 package config

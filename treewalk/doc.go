@@ -11,5 +11,24 @@
 // groups) and, for a regular file with holes, the sparse flag. Paths longer
 // than PATH_MAX are resolved piece by piece (OpenBeneath).
 //
+// It also holds what checks a file list from a peer (ValidPath,
+// CheckList, ParseACL), rsync's include/exclude rules (Filter), and
+// Compare, which compares two trees without going through Walk.
+//
 // Nothing is written; an interrupted walk leaves nothing behind.
+//
+//	f, _ := NewFilter(rules)              // or ParseFilter; nil keeps everything
+//	list := Walk(ctx, root)               // or WalkRoot, WalkParts(ctx, parts, f)
+//	    w.dir(ctx, p)                     // OpenBeneath p, names sorted, per name:
+//	        f.Excluded(child, isDir)      // dropped: not listed, not descended
+//	        w.add(child, st, fd)          // Entry, hardlink leader, w.readMeta
+//	list.Entries, list.Errors             // walk order; per-entry PathErrors
+//
+// Files: entry.go — Kind, Entry, Xattr, ACLEntry; walk.go — Walk,
+// WalkRoot, List, PathError and the walker; parts.go — Part, WalkParts,
+// IsUnder; filter.go — Rule, Filter, the rule parsers and wildmatch;
+// names.go — the uid and gid name cache; open_linux.go — OpenBeneath;
+// xattr_linux.go — XattrAt, ListXattrsAt, FdPath, ParseACL, EncodeACL;
+// path.go — ValidPath; check.go — CheckList; compare.go — Compare,
+// CompareOptions, Difference.
 package treewalk

@@ -1,6 +1,3 @@
-// Command restoresync restores web-hosting accounts and file trees from a
-// backup server over SSH, in parallel streams, setting owner, mode and times
-// on each file as it lands. See README.md.
 package main
 
 import (

@@ -1,10 +1,3 @@
-// Package testsshd starts a real OpenSSH sshd on 127.0.0.1 for tests, with
-// fresh host and client keys in the test's temporary directory. Each Start
-// runs its own sshd on its own port, so tests using it can run in parallel.
-//
-// sshd must run as root here (it needs privilege separation); without
-// /usr/sbin/sshd the test is skipped, or fails when CI is set or
-// RESTORESYNC_REQUIRE_SSHD=1.
 package testsshd
 
 import (
