@@ -36,7 +36,7 @@
 // the contents over parallel streams (-j, SSH connections to the remote
 // agent): pull, push or local → local. Over a network, a file DST holds in
 // another version travels as a delta against that copy (the rsync
-// algorithm of Tridgell and Mackerras, transfer/signature.go), rebuilt and
+// algorithm of Tridgell and Mackerras, delta/signature.go), rebuilt and
 // checked against the sender's hash before its rename; a delta that fails is sent again whole in the same run. It
 // is the only method that does the selection options (selection.go).
 //
@@ -100,6 +100,9 @@
 // rsync.go — MethodRsync, runRsync, rsyncPull; rsync_list.go — the
 // agent-less file list from GNU find; rsync_timeout.go — --timeout with
 // protocol 27 (genrLog); auto.go — MethodAuto, runAuto; selection.go — SRCs,
-// -R, --files-from, filters into a transfer.Selection; progress.go —
+// -R, --files-from, filters into a transfer.Selection; receiver.go —
+// NewSink, a push's receiver, and the WriterOptions ↔ transfer.ReceiverOptions
+// conversions; tar_extract.go — the dest.Extractor of the tar method's
+// three sources; progress.go —
 // Progress and the observer; report.go — Report, FileError, Summary.
 package restore

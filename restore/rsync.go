@@ -209,7 +209,7 @@ func (p *rsyncPull) run(ctx context.Context, w *dest.Writer, dstPath string, rep
 	if err != nil {
 		return err
 	}
-	stderr := &tailWriter{max: 4 << 10}
+	stderr := new(transport.TailBuffer)
 	args := rsyncArgs
 	log := &genrLog{tail: stderr}
 	if p.idle > 0 {

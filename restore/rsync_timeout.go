@@ -3,6 +3,8 @@ package restore
 import (
 	"bytes"
 	"sync/atomic"
+
+	"github.com/restoresync/restoresync/transport"
 )
 
 // --timeout with the rsync method. The rsync stream times out when no byte
@@ -31,7 +33,7 @@ var genrLogMarks = [][]byte{
 // whole line per Write. Safe for concurrent use.
 type genrLog struct {
 	entries atomic.Int64 // generator lines seen
-	tail    *tailWriter
+	tail    *transport.TailBuffer
 }
 
 // Write counts or forwards p; it never fails.

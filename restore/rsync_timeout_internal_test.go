@@ -9,6 +9,7 @@ import (
 	"github.com/gokrazy/rsync/rsyncclient"
 
 	"github.com/restoresync/restoresync/transfer"
+	"github.com/restoresync/restoresync/transport"
 )
 
 // gokrazy's generator, run with --debug=GENR as the rsync method runs it
@@ -36,7 +37,7 @@ func TestGenrLogCountsGeneratorEntries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tail := &tailWriter{max: 4 << 10}
+		tail := new(transport.TailBuffer)
 		log := &genrLog{tail: tail}
 		client, err := rsyncclient.New(append(append([]string(nil), rsyncArgs...), "--debug=GENR"), rsyncclient.DontRestrict(), rsyncclient.WithStderr(log))
 		if err != nil {

@@ -13,12 +13,11 @@ import (
 	"github.com/restoresync/restoresync/transport"
 )
 
-// --timeout with --method rsync through the agent (user trial 2, finding
-// 3): the rsync stream stalls 2 MiB in, mid-file, as when the agent is
+// --timeout with --method rsync through the agent: the rsync stream stalls 2 MiB in, mid-file, as when the agent is
 // stopped; the run fails with the idle timeout's error (exit 30) within a
 // bounded time instead of waiting for ever, every file under its final name
 // has the source's content, no temporary file of ours is left, and a rerun
-// completes the tree. Before, the rsync stream had no idle timeout at all.
+// completes the tree.
 func TestFaultStallTimeoutRsync(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "alice")
 	faultTree(t, src)

@@ -141,7 +141,7 @@ func (s *freezeStream) Close() error {
 	return s.Stream.Close()
 }
 
-// The user trial's hang (-j 4, --timeout, the agents stopped mid-transfer):
+// A run with -j 4 and --timeout whose agents stop mid-transfer:
 // one stream carries the data, the others came up and have no work left
 // when every agent stops reading and writing. The busy stream times out;
 // closing the idle ones must not wait for a goodbye their stopped agents

@@ -72,8 +72,8 @@
 // with per-item results in reply.go.
 //
 // An interrupted stream leaves nothing behind on its own: writing is the
-// business of restore's safe writer, which the server side calls through
-// Sink.
+// business of the safe writer (package restore/dest), which the server
+// side calls through Sink.
 //
 // Files: setup.go — Open and Timeouts, the bounded connection setup;
 // conn.go — Handshake and Conn, the client's requests; connidle.go —
@@ -87,6 +87,9 @@
 // tree as a sender; tarsend.go — the tar sender role; taracl.go — ACLs
 // and xattrs in pax headers; rsyncsend.go — the rsync sender role;
 // rsyncstream.go — RsyncStream and DialRsyncSender; pipe.go — in-process
-// streams (PipeStream, PipeDialer); errors.go — ErrDeltaFailed and
-// ErrSplitGone.
+// streams (PipeStream, PipeDialer); receiveropts.go — ReceiverOptions,
+// a push receiver's options on the wire; reply.go — the plan and write
+// replies and errKind; errors.go — the sentinels. The golden files of
+// every message are in testdata/golden (golden_test.go; -update rewrites
+// them).
 package transfer
