@@ -15,8 +15,8 @@ import (
 // Report.Bytes counts the payload of the files put in place, not the
 // blocks of a split file that never completed: when the connection breaks
 // after some of an 8 MiB file's 1 MiB blocks have landed, the report says
-// what DST holds under final names (never the 48 MiB of blocks of a file
-// that is not in place, with "files" 0, after the agent was killed).
+// what DST holds under final names, never the blocks of a file that is not
+// in place, after the agent was killed.
 func TestReportBytesAfterBreakCountsPlacedFiles(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "site")
 	TestDir{
