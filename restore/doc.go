@@ -8,6 +8,7 @@
 // A raw restore, the default method's usual path (names are functions):
 //
 //	Run                                   pick the method (methodRuns)
+//	  runAuto                             auto.go: the agent answers: raw
 //	  runRaw                              raw.go
 //	    openSession                       pull | push | local (session*.go),
 //	                                      remote streams in a pool (pool.go)
@@ -22,7 +23,8 @@
 //	      runStreams(batches)             streams.go: a producer, and a
 //	        worker per stream slot:       worker per -j slot that waits for
 //	          s.runStream(i, batches,     its stream, then pipelines batches
-//	                      tracker.done)   (write item: temp file → rename)
+//	                      tracker.done)   (Conn.RecvRead → progressWriter →
+//	                                      dest.Writer.WriteItem: temp → rename)
 //	        tracker.done                  tracker.go: book each item, commit
 //	                                      split files, keep failed deltas
 //	      retryWhole                      failed deltas again whole, stream 0

@@ -17,7 +17,7 @@
 //	far side: Serve(ctx, stdin, stdout, cfg)  // the sender role reads a tree (LocalSource),
 //	                                   // the receiver role drives cfg.Sink (restore's writer)
 //
-// After the handshake (Hello, conn.go) each direction is a sequence of
+// After the handshake (Hello in proto.go, Handshake in conn.go) each direction is a sequence of
 // frames (frame.go), each compressed on its own and naming its codec
 // (codec.go), carrying the messages of proto.go: file lists, batches of
 // items and their data, plans, commits. Selections (selection.go,

@@ -9,8 +9,8 @@
 // SIGTERM cancels the command's context (exit 20, with the hint to rerun
 // the same command, which completes the restore), a second one ends the
 // process at once. Errors map to rsync's exit codes in main.go's exitCode
-// (1 usage, 11 file I/O, 12 protocol, 20 signal, 23 partial, 30 timeout,
-// 255 SSH); a command that needs its own code returns an exitError (bench
+// (1 usage, 11 file I/O, 12 protocol, 20 signal, 30 timeout, 255 SSH); 23
+// (some files failed) is restore.go's restoreEndError; a command that needs its own code returns an exitError (bench
 // compare's 1 when the trees differ, a failed --post-hook's 26).
 //
 // Files: main.go — main, run, exitCode, the exit codes, the root command
