@@ -141,7 +141,7 @@ func TestOpenSetupTimeoutSaysWhat(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			addr, err := net.ResolveTCPAddr("tcp", silentServer(t, tc.banner))
+			addr, err := net.ResolveTCPAddr("tcp", testsshd.Silent(t, tc.banner))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,26 +173,4 @@ func dialT(t *testing.T, d transport.Dialer) transport.Stream {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-// silentServer accepts TCP connections, writes banner on each, and then
-// says nothing more. It returns the listening address (host:port).
-func silentServer(t *testing.T, banner string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte(banner))
-			t.Cleanup(func() { c.Close() })
-		}
-	}()
-	return ln.Addr().String()
 }

@@ -20,10 +20,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/restoresync/restoresync/internal/testsshd"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/restoresync/restoresync/internal/testsshd"
 )
 
 // echoAgent writes a stand-in for "restoresync serve --stdio" that echoes
@@ -291,29 +292,7 @@ func TestSSHDialerKeepaliveIdle(t *testing.T) {
 }
 
 // blackhole accepts TCP connections and never answers.
-func blackhole(t *testing.T) string { return silentServer(t, "") }
-
-// silentServer accepts TCP connections, writes banner on each, and then
-// says nothing more. It returns the listening address (host:port).
-func silentServer(t *testing.T, banner string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte(banner))
-			t.Cleanup(func() { c.Close() })
-		}
-	}()
-	return ln.Addr().String()
-}
+func blackhole(t *testing.T) string { return testsshd.Silent(t, "") }
 
 func TestSSHDialerHandshakeTimeoutAndCancel(t *testing.T) {
 	t.Parallel()

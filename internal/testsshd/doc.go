@@ -14,5 +14,6 @@
 // process may leave its sshd running.
 //
 // Files: testsshd.go — Server, Start, Addr, Config (an ssh_config for
-// -F), and the keys, free port and sshd log behind them.
+// -F), and the keys, free port and sshd log behind them; silent.go —
+// Silent, a host that answers with a banner at most.
 package testsshd
