@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -24,6 +23,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/restoresync/restoresync/internal/testenv"
+	"github.com/restoresync/restoresync/internal/testreport"
 	"github.com/restoresync/restoresync/internal/testsshd"
 	"github.com/restoresync/restoresync/transfer"
 )
@@ -107,50 +107,15 @@ func statTree(t *testing.T, root string) treeStats {
 	return st
 }
 
-// report is restore --json's output (restore.Report), decoded here
-// independently of the Go type, as a script would.
-type report struct {
-	Method       string  `json:"method"`
-	MethodReason string  `json:"method_reason"`
-	Compression  string  `json:"compression"`
-	Jobs         int     `json:"jobs"`
-	Files        int     `json:"files"`
-	Dirs         int     `json:"dirs"`
-	Symlinks     int     `json:"symlinks"`
-	Hardlinks    int     `json:"hardlinks"`
-	Bytes        int64   `json:"bytes"`
-	WireBytes    int64   `json:"wire_bytes"`
-	Skipped      int     `json:"skipped"`
-	Seconds      float64 `json:"seconds"`
-	ExitCode     int     `json:"exit_code"`
-	Error        string  `json:"error"`
-	Errors       []struct {
-		Path  string `json:"path"`
-		Error string `json:"error"`
-	} `json:"errors"`
-}
-
 // parseReport decodes the one JSON object restore --json prints.
-func parseReport(t *testing.T, r result) report {
+func parseReport(t *testing.T, r result) testreport.Report {
 	t.Helper()
-	var rep report
-	out := strings.TrimSpace(r.stdout)
-	if strings.Count(out, "\n") != 0 {
-		t.Fatalf("--json printed more than one line:\n%s", r)
-	}
-	dec := json.NewDecoder(strings.NewReader(out))
-	if err := dec.Decode(&rep); err != nil {
-		t.Fatalf("--json output: %v\n%s", err, r)
-	}
-	if rep.Errors == nil {
-		t.Errorf("--json: \"errors\" is null or missing, want a list:\n%s", out)
-	}
-	return rep
+	return testreport.Parse(t, r.stdout, r)
 }
 
 // checkFreshReport checks the report of a restore into an empty
 // destination: it counts what src holds, and it crossed a network.
-func checkFreshReport(t *testing.T, rep report, src treeStats, jobs int, compression string) {
+func checkFreshReport(t *testing.T, rep testreport.Report, src treeStats, jobs int, compression string) {
 	t.Helper()
 	if c, err := transfer.ParseCompression(compression); err == nil {
 		compression = c.String() // "zstd" reports as "zstd:1"

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/restoresync/restoresync/internal/testreport"
 	"github.com/restoresync/restoresync/internal/testsshd"
 )
 
@@ -29,7 +30,7 @@ func rsyncArgs(srv *testsshd.Server, agentless bool) []string {
 }
 
 // checkRsyncReport checks a fresh --method rsync restore's report.
-func checkRsyncReport(t *testing.T, rep report, src treeStats) {
+func checkRsyncReport(t *testing.T, rep testreport.Report, src treeStats) {
 	t.Helper()
 	if rep.Method != "rsync" || rep.Compression != "none" || rep.Jobs != 1 {
 		t.Errorf("report: method %q, compression %q, jobs %d; want rsync, none, 1", rep.Method, rep.Compression, rep.Jobs)

@@ -5,12 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/restoresync/restoresync/internal/testreport"
 	"github.com/restoresync/restoresync/internal/testsshd"
 )
 
 // checkTarReport checks the report of a tar restore into an empty
 // destination: the method, the counts of what src holds, and a network.
-func checkTarReport(t *testing.T, rep report, src treeStats, jobs int, compression string) {
+func checkTarReport(t *testing.T, rep testreport.Report, src treeStats, jobs int, compression string) {
 	t.Helper()
 	if rep.Method != "tar" || !strings.HasPrefix(rep.Compression, compression) || rep.Jobs != jobs {
 		t.Errorf("report: method %q, compression %q, jobs %d; want tar, %q, %d", rep.Method, rep.Compression, rep.Jobs, compression, jobs)

@@ -18,6 +18,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/restoresync/restoresync/internal/testreport"
 )
 
 // readEnv reads a file written by env(1) into a map.
@@ -79,7 +81,7 @@ func TestHooksEnvironment(t *testing.T) {
 	if s, err := strconv.ParseFloat(postEnv["RESTORE_SECONDS"], 64); err != nil || s <= 0 || s > rep.Seconds+1 {
 		t.Errorf("RESTORE_SECONDS=%q, the report says %v s", postEnv["RESTORE_SECONDS"], rep.Seconds)
 	}
-	var hookRep report
+	var hookRep testreport.Report
 	b, _ := os.ReadFile(dir + "/report.json")
 	if err := json.Unmarshal(b, &hookRep); err != nil || hookRep.Files != rep.Files || hookRep.Bytes != rep.Bytes {
 		t.Errorf("RESTORE_REPORT held %q (%v), want the report of %d files", b, err, rep.Files)
@@ -137,7 +139,7 @@ func TestPostHookStatus(t *testing.T) {
 	hookReport := func(name string, code int, msg string) {
 		t.Helper()
 		b, err := os.ReadFile(filepath.Join(dir, name+".json"))
-		var rep report
+		var rep testreport.Report
 		if err == nil {
 			err = json.Unmarshal(b, &rep)
 		}

@@ -5,13 +5,14 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/restoresync/restoresync/internal/testreport"
 )
 
 // result is what a run() in this process returned and printed.
@@ -44,45 +45,10 @@ func mustRunIn(t *testing.T, args ...string) result {
 	return r
 }
 
-// report is restore --json's output (restore.Report), decoded here
-// independently of the Go type, as a script would.
-type report struct {
-	Method       string  `json:"method"`
-	MethodReason string  `json:"method_reason"`
-	Compression  string  `json:"compression"`
-	Jobs         int     `json:"jobs"`
-	Files        int     `json:"files"`
-	Dirs         int     `json:"dirs"`
-	Symlinks     int     `json:"symlinks"`
-	Hardlinks    int     `json:"hardlinks"`
-	Bytes        int64   `json:"bytes"`
-	WireBytes    int64   `json:"wire_bytes"`
-	Skipped      int     `json:"skipped"`
-	Seconds      float64 `json:"seconds"`
-	ExitCode     int     `json:"exit_code"`
-	Error        string  `json:"error"`
-	Errors       []struct {
-		Path  string `json:"path"`
-		Error string `json:"error"`
-	} `json:"errors"`
-}
-
 // parseReport decodes the one JSON object restore --json prints.
-func parseReport(t *testing.T, r result) report {
+func parseReport(t *testing.T, r result) testreport.Report {
 	t.Helper()
-	var rep report
-	out := strings.TrimSpace(r.stdout)
-	if strings.Count(out, "\n") != 0 {
-		t.Fatalf("--json printed more than one line:\n%s", r)
-	}
-	dec := json.NewDecoder(strings.NewReader(out))
-	if err := dec.Decode(&rep); err != nil {
-		t.Fatalf("--json output: %v\n%s", err, r)
-	}
-	if rep.Errors == nil {
-		t.Errorf("--json: \"errors\" is null or missing, want a list:\n%s", out)
-	}
-	return rep
+	return testreport.Parse(t, r.stdout, r)
 }
 
 // smallTree writes a small account-like tree and returns its path.
