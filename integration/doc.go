@@ -41,6 +41,8 @@
 // --method rsync, agent and agent-less, and its delta; delta_test.go — the
 // raw method's delta beside rsync's; methods_test.go — every method on Go's
 // src/net; meta_test.go — xattrs, ACLs, sparse files and devices exactly;
+// chmod_test.go — --chmod's modes beside rsync's, local, pull and push,
+// with the client's umask;
 // select_test.go — -R, SRCs, excludes, --delete, --itemize-changes;
 // account_test.go — --account ownership and the example post-restore hook;
 // progress_test.go — --bwlimit and progress off and on a terminal;

@@ -14,8 +14,16 @@ import (
 // TestReceiverOptionsRoundTrip fails when a field of WriterOptions or
 // OwnerOptions is added without them.
 
-// receiverOptions returns the wire form of o, for Hello.Receiver.
+// receiverOptions returns the wire form of o, for Hello.Receiver. With
+// --chmod and no Owner.ChmodUmask, it carries this process's umask, so the
+// receiver resolves the items that name no class ("+w") with the client's
+// umask, as rsync does.
 func receiverOptions(o dest.WriterOptions) transfer.ReceiverOptions {
+	umask := copyUmask(o.Owner.ChmodUmask)
+	if umask == nil && len(o.Owner.Chmod) > 0 {
+		u := dest.ProcessUmask()
+		umask = &u
+	}
 	return transfer.ReceiverOptions{
 		Owner: transfer.ReceiverOwner{
 			NumericIDs: o.Owner.NumericIDs,
@@ -23,6 +31,7 @@ func receiverOptions(o dest.WriterOptions) transfer.ReceiverOptions {
 			Usermap:    o.Owner.Usermap,
 			Groupmap:   o.Owner.Groupmap,
 			Chmod:      o.Owner.Chmod,
+			ChmodUmask: umask,
 			KeepSetID:  o.Owner.KeepSetID,
 		},
 		BlockSizeBytes:   o.BlockSizeBytes,
@@ -50,6 +59,7 @@ func writerOptions(r transfer.ReceiverOptions) dest.WriterOptions {
 			Usermap:    r.Owner.Usermap,
 			Groupmap:   r.Owner.Groupmap,
 			Chmod:      r.Owner.Chmod,
+			ChmodUmask: copyUmask(r.Owner.ChmodUmask),
 			KeepSetID:  r.Owner.KeepSetID,
 		},
 		BlockSizeBytes:   r.BlockSizeBytes,
@@ -65,6 +75,16 @@ func writerOptions(r transfer.ReceiverOptions) dest.WriterOptions {
 		NoSpecials:       r.NoSpecials,
 		NoDevices:        r.NoDevices,
 	}
+}
+
+// copyUmask returns a copy of *u, or nil: the two option structs never
+// share a umask.
+func copyUmask(u *uint32) *uint32 {
+	if u == nil {
+		return nil
+	}
+	c := *u
+	return &c
 }
 
 // NewSink is transfer.ServerConfig.NewSink for a push: it opens a Writer

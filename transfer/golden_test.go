@@ -130,12 +130,15 @@ func collect(d *decoder, it *Item) (itemResult, error) {
 	return itemResult{w.out.String(), itemErr}, err
 }
 
+// goldenUmask is goldenHello's --chmod umask, 002.
+var goldenUmask uint32 = 0o002
+
 // goldenHello asks for every option a Hello can carry.
 var goldenHello = Hello{
 	Proto: ProtocolVersion, Version: "1.2.3", Role: RoleReceiver, Path: "/home/alice", Compression: "zstd:3",
 	Receiver: &ReceiverOptions{
 		Owner: ReceiverOwner{NumericIDs: true, Chown: "alice:www-data", Usermap: []string{"1000-1999:alice"},
-			Groupmap: []string{"*:www-data"}, Chmod: []string{"Dg+s", "F644"}, KeepSetID: true},
+			Groupmap: []string{"*:www-data"}, Chmod: []string{"Dg+s", "F644"}, ChmodUmask: &goldenUmask, KeepSetID: true},
 		BlockSizeBytes: 16 << 20, WriteBufferBytes: 1 << 20, Force: true, Delta: true, DryRun: true,
 		Roots: []string{"."}, Filters: []string{"- *.log"},
 		NoXattrs: true, NoACLs: true, NoSparse: true, NoSpecials: true, NoDevices: true,

@@ -59,6 +59,14 @@ type ReceiverOwner struct {
 	Groupmap []string `json:"groupmap,omitempty"`
 	// Chmod holds the values of --chmod, in the order given.
 	Chmod []string `json:"chmod,omitempty"`
+	// ChmodUmask is the client's umask (permission bits, at most 0777;
+	// JSON number, 18 for 022), with which the receiver resolves the
+	// Chmod items that name no class ("+w", "D=rX"), as rsync resolves
+	// --chmod on the client. The client sends it with Chmod; nil (a client
+	// that predates it) means the receiver's own umask. A receiver that
+	// predates it refuses the Hello (unknown field), rather than apply
+	// its own umask.
+	ChmodUmask *uint32 `json:"chmod_umask,omitempty"`
 	// KeepSetID keeps setuid and setgid bits when an owner is changed.
 	KeepSetID bool `json:"keep_setid,omitempty"`
 }

@@ -2,6 +2,7 @@ package dest
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -59,8 +60,10 @@ type ChmodRules struct {
 //
 // As with chmod(1), an item that names no class ("+w", "=rX") leaves alone
 // the bits set in the umask. ParseChmod uses the umask this process had when
-// it was called (read from /proc/self/status, 022 where that is unavailable),
-// as rsync uses its own; see ParseChmodUmask to give one explicitly.
+// it was called (ProcessUmask), as rsync uses its own; see ParseChmodUmask
+// to give one explicitly. rsync resolves --chmod on the client, so the
+// umask that counts is the client's even when the other side receives:
+// OwnerOptions.ChmodUmask carries it to the receiver of a push.
 //
 // A malformed item is reported as a *SpecError with Flag "--chmod".
 func ParseChmod(specs []string) (ChmodRules, error) {
@@ -234,6 +237,27 @@ func parseChmodItem(s string, umask uint32) (chmodItem, error) {
 	}
 	return it, nil
 }
+
+// errChmodUmask is wrapped in the *SpecError of an OwnerOptions.ChmodUmask
+// above 0777.
+var errChmodUmask = errors.New("umask for --chmod out of range (0-0777)")
+
+// parseChmodOwner parses specs for OwnerOptions: with *umask when it is
+// given (and at most 0777, else a *SpecError), else with ProcessUmask.
+func parseChmodOwner(specs []string, umask *uint32) (ChmodRules, error) {
+	if umask == nil {
+		return ParseChmod(specs)
+	}
+	if *umask > 0o777 {
+		return ChmodRules{}, &SpecError{Flag: "--chmod", Item: "umask " + octal(*umask), Err: errChmodUmask}
+	}
+	return ParseChmodUmask(specs, *umask)
+}
+
+// ProcessUmask returns this process's umask (permission bits, e.g. 0o022)
+// without changing it, 022 where it cannot be read (see processUmask). It
+// is safe for concurrent use.
+func ProcessUmask() uint32 { return processUmask() }
 
 // processUmask returns this process's umask without changing it (calling
 // umask(2) to read it would briefly change it for every thread). It reads

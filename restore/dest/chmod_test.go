@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/restoresync/restoresync/internal/testenv"
+	"github.com/restoresync/restoresync/treewalk"
 )
 
 func TestChmodApply(t *testing.T) {
@@ -121,6 +122,55 @@ func TestProcessUmask(t *testing.T) {
 	}
 	if got := processUmask(); got != uint32(want) {
 		t.Errorf("processUmask() = %03o, sh says %03o", got, want)
+	}
+}
+
+// OwnerOptions.ChmodUmask is the umask the items naming no class use,
+// whatever this process's umask: the client's, sent to the receiver of a
+// push. Items naming a class and octal modes ignore it; without it the
+// process's umask applies; above 0777 it is refused.
+func TestOwnerPolicyChmodUmask(t *testing.T) {
+	umask := func(u uint32) *uint32 { return &u }
+	dir := treewalk.Entry{Path: "public_html", Kind: treewalk.KindDir, Mode: 0o755, User: "root", Group: "root"}
+	file := treewalk.Entry{Path: "public_html/index.php", Kind: treewalk.KindFile, Mode: 0o644, User: "root", Group: "root"}
+	shared := treewalk.Entry{Path: "tmp/sess_abc", Kind: treewalk.KindFile, Mode: 0o666, User: "root", Group: "root"}
+	proc := processUmask()
+	tests := []struct {
+		chmod []string
+		umask *uint32
+		e     treewalk.Entry
+		want  uint32
+	}{
+		{[]string{"ug-s,a+rX,D+w"}, umask(0o002), dir, 0o775},
+		{[]string{"ug-s,a+rX,D+w"}, umask(0o022), dir, 0o755},
+		{[]string{"ug-s,a+rX,D+w"}, umask(0o077), dir, 0o755},
+		{[]string{"ug-s,a+rX,D+w"}, umask(0), dir, 0o777},
+		{[]string{"=rwX"}, umask(0o002), file, 0o664},
+		{[]string{"=rwX"}, umask(0o077), file, 0o600},
+		{[]string{"-w"}, umask(0o002), shared, 0o446},
+		{[]string{"-w"}, umask(0o022), shared, 0o466},
+		{[]string{"a+w"}, umask(0o077), file, 0o666},
+		{[]string{"F600"}, umask(0), file, 0o600},
+		{[]string{"+w"}, nil, file, 0o644 | 0o222&^proc},
+	}
+	for _, tt := range tests {
+		name := fmt.Sprintf("%q umask %v", tt.chmod, tt.umask)
+		if tt.umask != nil {
+			name = fmt.Sprintf("%q umask %03o", tt.chmod, *tt.umask)
+		}
+		p, err := NewOwnerPolicy(OwnerOptions{Chmod: tt.chmod, ChmodUmask: tt.umask}, hostIDs)
+		if err != nil {
+			t.Errorf("%s: NewOwnerPolicy: %v", name, err)
+			continue
+		}
+		if _, _, got := p.Resolve(&tt.e); got != tt.want {
+			t.Errorf("%s: %s gets %04o, want %04o", name, tt.e.Path, got, tt.want)
+		}
+	}
+	_, err := NewOwnerPolicy(OwnerOptions{Chmod: []string{"+w"}, ChmodUmask: umask(0o1000)}, hostIDs)
+	var se *SpecError
+	if !errors.As(err, &se) || se.Flag != "--chmod" || !errors.Is(err, errChmodUmask) {
+		t.Errorf("ChmodUmask 01000: NewOwnerPolicy error %v; want a --chmod *SpecError", err)
 	}
 }
 

@@ -35,6 +35,11 @@ type OwnerOptions struct {
 	// Chmod (--chmod) lists rsync chmod specs applied in order to the
 	// sender's modes; see ParseChmod for the syntax.
 	Chmod []string
+	// ChmodUmask is the umask (permission bits, at most 0777) that the
+	// Chmod items naming no class ("+w", "D=rX") leave alone; nil means
+	// this process's (ProcessUmask). rsync resolves --chmod with the
+	// client's umask, so the client of a push sets it to its own.
+	ChmodUmask *uint32
 	// KeepSetID keeps the setuid and setgid bits of a non-directory whose
 	// owner or group Chown, Usermap or Groupmap changed; by default they are
 	// dropped (see OwnerPolicy.Resolve).
@@ -55,8 +60,9 @@ type OwnerPolicy struct {
 
 // NewOwnerPolicy checks and compiles o for this host. ids resolves names
 // here; nil means SystemIDs(). A malformed --chmod, --usermap, --groupmap or
-// --chown value, a TO name that does not exist here, or --chown combined with
-// a map of the same side is a *SpecError naming the option and the bad item.
+// --chown value, a ChmodUmask above 0777, a TO name that does not exist
+// here, or --chown combined with a map of the same side is a *SpecError
+// naming the option and the bad item.
 func NewOwnerPolicy(o OwnerOptions, ids IDLookup) (*OwnerPolicy, error) {
 	if ids == nil {
 		ids = SystemIDs()
@@ -88,7 +94,7 @@ func NewOwnerPolicy(o OwnerOptions, ids IDLookup) (*OwnerPolicy, error) {
 	if p.groups, err = parseIDMap(groupFlag, groupmap, ids.LookupGroup); err != nil {
 		return nil, fixChownItem(err, o.Chown)
 	}
-	if p.chmod, err = ParseChmod(o.Chmod); err != nil {
+	if p.chmod, err = parseChmodOwner(o.Chmod, o.ChmodUmask); err != nil {
 		return nil, err
 	}
 	return p, nil
