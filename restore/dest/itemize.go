@@ -25,14 +25,18 @@ import (
 // (its data is sent); a follower already linked to the leader has no
 // line on a real run, and on a dry run a line without " => LEADER" only
 // when its attributes differ (as rsync -n, which compares it with the
-// leader DST has now). Nothing is written. Errors are for cancellation
-// only; an entry that cannot be looked at reads as missing.
-func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, error) {
+// leader DST has now). A file or symlink whose place DST holds with a
+// directory is preceded by the "*deleting" lines of the directory's
+// contents (with Force), or has no line and is returned as a per-entry
+// ErrNonEmptyDir (without: the restore would fail on it); see inTheWay.
+// Nothing is written. The error is for cancellation only; an entry that
+// cannot be looked at reads as missing.
+func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, []*treewalk.PathError, error) {
 	var lines []string
 	if del {
 		x := &extras{w: w}
 		if err := x.run(ctx, entries); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, p := range x.deleted {
 			lines = append(lines, "*deleting   "+p)
@@ -46,7 +50,12 @@ func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool
 			resent[entries[i].LinkTo] = false
 		}
 	}
-	_, err := w.pass(ctx, entries, func(cur *dirCursor, _ int, e *treewalk.Entry) error {
+	errs, err := w.pass(ctx, entries, func(cur *dirCursor, _ int, e *treewalk.Entry) error {
+		way, err := w.inTheWay(cur, e)
+		if err != nil {
+			return err // the restore would fail on e: no line
+		}
+		lines = append(lines, way...)
 		l := w.itemize(cur, e, resent)
 		if _, leader := resent[e.Path]; leader && strings.HasPrefix(l, ">") {
 			resent[e.Path] = true
@@ -57,9 +66,9 @@ func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return lines, nil
+	return lines, errs, nil
 }
 
 // itemize returns e's change line, or "" when DST has it as it is.
@@ -119,8 +128,9 @@ func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry, resent map[string]bo
 // name it there), and returns rsync's 11 itemize characters: the update
 // type ('>' data sent, 'c' a symlink or device changed, '.' otherwise),
 // typ, then 'c' (target or device number), 's' (size), 't' (mtime), 'p'
-// (mode), 'o', 'g' (owner, group, as root) or '.' each, and "...." for
-// what is not compared.
+// (mode), 'o', 'g' (owner, group, as root), '.' for the access time
+// (not compared), 'a' (POSIX ACLs), 'x' (extended attributes) or '.'
+// each.
 func (w *Writer) attrFlags(st *unix.Stat_t, dirfd int, base string, e *treewalk.Entry, typ byte) []byte {
 	flags := []byte("...........")
 	flags[1] = typ
@@ -154,6 +164,17 @@ func (w *Writer) attrFlags(st *unix.Stat_t, dirfd int, base string, e *treewalk.
 	}
 	if w.chown && int(st.Gid) != gid {
 		flags[7] = 'g'
+	}
+	t := pathTarget(dirfd, base)
+	if e.Path == "." {
+		t = fdTarget(dirfd)
+	}
+	acl, xattrs := w.xattrChanges(t, e)
+	if acl {
+		flags[9] = 'a'
+	}
+	if xattrs {
+		flags[10] = 'x'
 	}
 	flags[0] = y
 	return flags

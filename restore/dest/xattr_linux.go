@@ -177,27 +177,59 @@ func (w *Writer) xattrsMatch(t xattrTarget, e *treewalk.Entry) (bool, error) {
 		return false, err
 	}
 	for _, part := range []xattrPart{partACL, partXattrs} {
-		want, err := w.wantXattrs(part, e)
-		if err != nil {
+		if ok, err := w.partMatches(t, cur, part, e); !ok || err != nil {
 			return false, err
-		}
-		n := 0
-		for _, name := range cur {
-			if w.managed(part, name) {
-				n++
-			}
-		}
-		if n != len(want) {
-			return false, nil
-		}
-		for _, x := range want {
-			v, ok, err := t.value(x.Name)
-			if err != nil || !ok || !bytes.Equal(v, x.Value) {
-				return false, err
-			}
 		}
 	}
 	return true, nil
+}
+
+// partMatches reports whether t, whose attribute names are cur, already
+// has exactly the attributes of part that e wants.
+func (w *Writer) partMatches(t xattrTarget, cur []string, part xattrPart, e *treewalk.Entry) (bool, error) {
+	want, err := w.wantXattrs(part, e)
+	if err != nil {
+		return false, err
+	}
+	n := 0
+	for _, name := range cur {
+		if w.managed(part, name) {
+			n++
+		}
+	}
+	if n != len(want) {
+		return false, nil
+	}
+	for _, x := range want {
+		v, ok, err := t.value(x.Name)
+		if err != nil || !ok || !bytes.Equal(v, x.Value) {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// xattrChanges reports which parts of e's extended metadata differ on
+// DST, for the itemized 'a' (ACLs, rsync's -A) and 'x' (xattrs, -X)
+// letters: none that the options leave out; a target that cannot be read
+// differs.
+func (w *Writer) xattrChanges(t xattrTarget, e *treewalk.Entry) (acl, xattrs bool) {
+	if w.opts.NoXattrs && w.opts.NoACLs {
+		return false, false
+	}
+	cur, err := t.names()
+	if err != nil {
+		return !w.opts.NoACLs && e.Kind != treewalk.KindSymlink, !w.opts.NoXattrs
+	}
+	if !w.opts.NoACLs && e.Kind != treewalk.KindSymlink {
+		ok, err := w.partMatches(t, cur, partACL, e)
+		acl = !ok || err != nil
+	}
+	if !w.opts.NoXattrs {
+		ok, err := w.partMatches(t, cur, partXattrs, e)
+		xattrs = !ok || err != nil
+	}
+	return acl, xattrs
 }
 
 func hasXattr(xs []treewalk.Xattr, name string) bool {
