@@ -25,10 +25,12 @@ import (
 // (its data is sent); a follower already linked to the leader has no
 // line on a real run, and on a dry run a line without " => LEADER" only
 // when its attributes differ (as rsync -n, which compares it with the
-// leader DST has now). A file or symlink whose place DST holds with a
-// directory is preceded by the "*deleting" lines of the directory's
-// contents (with Force), or has no line and is returned as a per-entry
-// ErrNonEmptyDir (without: the restore would fail on it); see inTheWay.
+// leader DST has now). Where DST holds a file's or symlink's place with a
+// directory, the "*deleting" lines of the directory's contents (with
+// Force) follow the other deletions, before the entries' lines, as rsync
+// lists them before those of the directory they are in; without Force
+// the entry has no line and is returned as a per-entry ErrNonEmptyDir
+// (the restore would fail on it); see inTheWay.
 // Nothing is written. The error is for cancellation only; an entry that
 // cannot be looked at reads as missing.
 func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, []*treewalk.PathError, error) {
@@ -45,6 +47,7 @@ func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool
 	// resent: the leaders of hardlink groups, true once their line says
 	// that their data is sent (a new inode on DST).
 	resent := map[string]bool{}
+	var changes []string // the entries' lines, after all deletions
 	for i := range entries {
 		if entries[i].IsHardlink() {
 			resent[entries[i].LinkTo] = false
@@ -55,20 +58,20 @@ func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool
 		if err != nil {
 			return err // the restore would fail on e: no line
 		}
-		lines = append(lines, way...)
+		lines = append(lines, way...) // with the deletions, as rsync lists them
 		l := w.itemize(cur, e, resent)
 		if _, leader := resent[e.Path]; leader && strings.HasPrefix(l, ">") {
 			resent[e.Path] = true
 		}
 		if l != "" {
-			lines = append(lines, l)
+			changes = append(changes, l)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return lines, errs, nil
+	return append(lines, changes...), errs, nil
 }
 
 // itemize returns e's change line, or "" when DST has it as it is.
@@ -156,7 +159,19 @@ func (w *Writer) attrFlags(st *unix.Stat_t, dirfd int, base string, e *treewalk.
 	if st.Mtim.Nano() != e.MtimeNs {
 		flags[4] = 't'
 	}
-	if e.Kind != treewalk.KindSymlink && st.Mode&07777 != mode {
+	t := pathTarget(dirfd, base)
+	if e.Path == "." {
+		t = fdTarget(dirfd)
+	}
+	access, def, xattrs := w.xattrChanges(t, e)
+	// Setting the access ACL sets the permission bits too: after it, a
+	// real run (rsync reports what remains to change once the ACL is
+	// set) changes the mode only for the setuid, setgid and sticky bits.
+	permBits := uint32(07777)
+	if access && !w.opts.DryRun {
+		permBits = 07000
+	}
+	if e.Kind != treewalk.KindSymlink && st.Mode&permBits != mode&permBits {
 		flags[5] = 'p'
 	}
 	if w.chown && int(st.Uid) != uid {
@@ -165,12 +180,7 @@ func (w *Writer) attrFlags(st *unix.Stat_t, dirfd int, base string, e *treewalk.
 	if w.chown && int(st.Gid) != gid {
 		flags[7] = 'g'
 	}
-	t := pathTarget(dirfd, base)
-	if e.Path == "." {
-		t = fdTarget(dirfd)
-	}
-	acl, xattrs := w.xattrChanges(t, e)
-	if acl {
+	if access || def {
 		flags[9] = 'a'
 	}
 	if xattrs {

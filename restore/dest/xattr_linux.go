@@ -209,29 +209,6 @@ func (w *Writer) partMatches(t xattrTarget, cur []string, part xattrPart, e *tre
 	return true, nil
 }
 
-// xattrChanges reports which parts of e's extended metadata differ on
-// DST, for the itemized 'a' (ACLs, rsync's -A) and 'x' (xattrs, -X)
-// letters: none that the options leave out; a target that cannot be read
-// differs.
-func (w *Writer) xattrChanges(t xattrTarget, e *treewalk.Entry) (acl, xattrs bool) {
-	if w.opts.NoXattrs && w.opts.NoACLs {
-		return false, false
-	}
-	cur, err := t.names()
-	if err != nil {
-		return !w.opts.NoACLs && e.Kind != treewalk.KindSymlink, !w.opts.NoXattrs
-	}
-	if !w.opts.NoACLs && e.Kind != treewalk.KindSymlink {
-		ok, err := w.partMatches(t, cur, partACL, e)
-		acl = !ok || err != nil
-	}
-	if !w.opts.NoXattrs {
-		ok, err := w.partMatches(t, cur, partXattrs, e)
-		xattrs = !ok || err != nil
-	}
-	return acl, xattrs
-}
-
 func hasXattr(xs []treewalk.Xattr, name string) bool {
 	for i := range xs {
 		if xs[i].Name == name {
