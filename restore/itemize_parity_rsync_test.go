@@ -90,7 +90,8 @@ func ourItemize(t *testing.T, mode, loc string, dry, del, force bool, src, dst s
 // oddNamesTree is a SRC whose names hold what a terminal or a script
 // reading the lines must not take as such: newlines (one forging a
 // "*deleting" line), a carriage return, escape and other control bytes,
-// tabs, a literal "\#012", invalid and truncated UTF-8 next to valid
+// tabs, a literal "\#012" (and "\#12", "\#999", a final backslash,
+// which rsync escapes or not by its rule), invalid and truncated UTF-8 next to valid
 // UTF-8 and DEL; a directory, a symlink (its target too) and a hardlink
 // group with such names.
 func oddNamesTree(t *testing.T) string {
@@ -99,7 +100,7 @@ func oddNamesTree(t *testing.T) string {
 	files := map[string]string{}
 	for _, n := range []string{"new\nline", "tab\there", `bs\#012x`, `bs\plain`, "inv\xffx", "del\x7fx",
 		"c1\xc2\x85x", "utf\xc3\xa9x", "evil\n*deleting   precious", "cr\rx", "esc\x1bx", "trunc\xe2\x82",
-		"dir\nnl/in\x01side"} {
+		"dir\nnl/in\x01side", `bs\#12x`, `bs\#999`, `end\`} {
 		files[n] = "data"
 	}
 	writeFiles(t, src, files)
@@ -136,6 +137,9 @@ func TestItemizeEscapesNamesAsRsync(t *testing.T) {
 					for _, l := range got {
 						if strings.ContainsAny(l, "\n\r") || strings.HasPrefix(l, "*deleting") {
 							t.Errorf("dry=%v: line %q can be read as another", dry, l)
+						}
+						if _, leader, ok := strings.Cut(l, " => "); ok && !slices.Contains(members, leader) {
+							t.Errorf("dry=%v: line %q: the leader is not escaped as rsync escapes it", dry, l)
 						}
 					}
 				}
