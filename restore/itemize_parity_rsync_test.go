@@ -91,9 +91,9 @@ func ourItemize(t *testing.T, mode, loc string, dry, del, force bool, src, dst s
 // reading the lines must not take as such: newlines (one forging a
 // "*deleting" line), a carriage return, escape and other control bytes,
 // tabs, a literal "\#012" (and "\#12", "\#999", a final backslash,
-// which rsync escapes or not by its rule), invalid and truncated UTF-8 next to valid
-// UTF-8 and DEL; a directory, a symlink (its target too) and a hardlink
-// group with such names.
+// which rsync escapes or keeps by its rule), invalid and truncated UTF-8
+// next to valid UTF-8 and DEL; a directory, a symlink (its target too)
+// and a hardlink group with such names.
 func oddNamesTree(t *testing.T) string {
 	t.Helper()
 	src := filepath.Join(t.TempDir(), "S")
