@@ -128,11 +128,12 @@ func TestItemizeHardlinksMatchesRsync(t *testing.T) {
 					touchDirs(t, rdst, odst)
 				}
 				rsyncRun := func(flags string) []string {
-					out, err := exec.Command("rsync", flags, src+"/", rdst+"/").CombinedOutput()
-					if err != nil {
-						t.Fatalf("rsync %s: %v\n%s", flags, err, out)
+					// rsync the same way (a push's lines start with '<').
+					lines, code := rsyncItemize(t, mode, "C.UTF-8", []string{flags}, src, rdst)
+					if code != 0 {
+						t.Fatalf("rsync %s: exit %d", flags, code)
 					}
-					return groupLines(strings.Split(strings.TrimSpace(string(out)), "\n"), members)
+					return groupLines(lines, members)
 				}
 				o := options(mode, src, odst)
 				o.DryRun = true

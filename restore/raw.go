@@ -111,7 +111,7 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 		o.Warnf("the file list has errors: nothing deleted (as rsync does)")
 	}
 	if o.DryRun || o.ItemizeChanges {
-		lines, err := s.itemize(ctx, entries, del)
+		lines, errs, err := s.itemize(ctx, entries, del)
 		if err != nil {
 			return fmt.Errorf("itemize: %w", err)
 		}
@@ -120,6 +120,12 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 			rep.Changes = []string{}
 		}
 		if o.DryRun {
+			// The entries the restore would fail on fail the dry run
+			// too (exit 23, as rsync -n); a real run reports them
+			// when it writes them.
+			for _, pe := range errs {
+				rep.addError(pe.Path, pe.Err)
+			}
 			rep.DryRun = true
 			return ctx.Err()
 		}

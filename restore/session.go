@@ -29,8 +29,10 @@ type session interface {
 	// entries it could not plan in its Errors).
 	plan(ctx context.Context, entries []treewalk.Entry) (plan transfer.PlanResult, err error)
 	// itemize returns the writer's change lines for entries (deletions
-	// too with del); nothing is written.
-	itemize(ctx context.Context, entries []treewalk.Entry, del bool) (lines []string, err error)
+	// too with del) and the entries a restore could not change (a
+	// non-empty directory in the way without --force); nothing is
+	// written.
+	itemize(ctx context.Context, entries []treewalk.Entry, del bool) (lines []string, perItem []*treewalk.PathError, err error)
 	// delete removes what the planned list lacks, within the scope, and
 	// returns the paths deleted and those that could not be.
 	delete(ctx context.Context, entries []treewalk.Entry) (deleted []string, perItem []*treewalk.PathError, err error)
@@ -76,7 +78,7 @@ func (s *localSession) plan(ctx context.Context, entries []treewalk.Entry) (tran
 	return s.w.Plan(ctx, entries)
 }
 
-func (s *localSession) itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, error) {
+func (s *localSession) itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, []*treewalk.PathError, error) {
 	return s.w.Itemize(ctx, entries, del)
 }
 

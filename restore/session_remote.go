@@ -3,6 +3,7 @@ package restore
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
@@ -22,7 +23,7 @@ func (s *pullSession) plan(ctx context.Context, entries []treewalk.Entry) (trans
 	return s.w.Plan(ctx, entries)
 }
 
-func (s *pullSession) itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, error) {
+func (s *pullSession) itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, []*treewalk.PathError, error) {
 	return s.w.Itemize(ctx, entries, del)
 }
 
@@ -77,8 +78,17 @@ func (s *pushSession) plan(ctx context.Context, entries []treewalk.Entry) (trans
 	return s.p.conn(0).Plan(ctx, entries)
 }
 
-func (s *pushSession) itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, error) {
-	return s.p.conn(0).Itemize(ctx, entries, del)
+// itemize returns the receiver's change lines, with '<' where the data of
+// a file is sent: rsync's first letter says the direction, '>' received
+// (local, pull), '<' sent to the remote side (push).
+func (s *pushSession) itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, []*treewalk.PathError, error) {
+	lines, errs, err := s.p.conn(0).Itemize(ctx, entries, del)
+	for i, l := range lines {
+		if strings.HasPrefix(l, ">") {
+			lines[i] = "<" + l[1:]
+		}
+	}
+	return lines, errs, err
 }
 
 func (s *pushSession) delete(ctx context.Context, entries []treewalk.Entry) ([]string, []*treewalk.PathError, error) {

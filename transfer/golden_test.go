@@ -243,6 +243,11 @@ type deleteReply struct {
 	Errors  []*treewalk.PathError
 }
 
+type itemizeReply struct {
+	Lines  []string
+	Errors []*treewalk.PathError
+}
+
 type itemizeRequest struct {
 	Delete  bool
 	Entries []treewalk.Entry
@@ -348,8 +353,18 @@ func goldenCases(t *testing.T) []goldenCase {
 				en, err := d.entries()
 				return itemizeRequest{del, en}, err
 			})), itemizeRequest{true, entries}},
-		{"itemize_reply", framed(false, func(e *encoder) { e.status(nil); e.strings([]string{">f+++++++++ index.php", "*deleting   old.php"}) }),
-			unframed(false, okStatus(func(d *decoder) (any, error) { return d.strings() })), []string{">f+++++++++ index.php", "*deleting   old.php"}},
+		{"itemize_reply", framed(false, func(e *encoder) {
+			e.status(nil)
+			e.strings([]string{">f+++++++++ index.php", "*deleting   old.php"})
+			e.pathErrors(sentPathErrors())
+		}), unframed(false, okStatus(func(d *decoder) (any, error) {
+			lines, err := d.strings()
+			if err != nil {
+				return nil, err
+			}
+			pe, err := d.pathErrors()
+			return itemizeReply{lines, pe}, err
+		})), itemizeReply{[]string{">f+++++++++ index.php", "*deleting   old.php"}, goldenPathErrors}},
 		{"bye", framed(false, func(e *encoder) { e.byte(msgBye) }), unframed(false, msgByte(msgBye, nil)), nil},
 	}
 }

@@ -27,7 +27,9 @@ import (
 // (ErrSplitGone) and SourceRoot.ImpliesRoot. Version 5 made the handshake
 // a sealed wire type: Hello.Receiver is ReceiverOptions, with JSON names of
 // its own, and either side refuses a handshake field it does not know.
-const ProtocolVersion = 5
+// Version 6 added the per-entry errors to the itemize reply (an entry a
+// restore could not change, as a dry run reports it).
+const ProtocolVersion = 6
 
 // magic opens the handshake in both directions, so that a peer that is not a
 // restoresync agent (a login banner, "command not found") is recognised.
@@ -196,7 +198,7 @@ const (
 	msgFinish   byte = 6 // push: bool "the planned list", else entries; reply: finish errors
 	msgBye      byte = 7 // end of session; no reply
 	msgDelete   byte = 8 // push: delete what the planned list lacks; reply: deleted paths, errors
-	msgItemize  byte = 9 // push: bool delete, entries; reply: itemized change lines
+	msgItemize  byte = 9 // push: bool delete, entries; reply: itemized change lines, per-entry errors
 
 	statusOK    byte = 0
 	statusFatal byte = 1

@@ -20,8 +20,10 @@ type Deleter interface {
 // change (--dry-run, --itemize-changes); restore's Writer is one.
 type Itemizer interface {
 	// Itemize returns one line per change, in rsync's --itemize-changes
-	// format, deletions included when del is set. It writes nothing.
-	Itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, error)
+	// format, deletions included when del is set, and the entries a
+	// restore could not change (per-entry errors). It writes nothing; the
+	// error is for cancellation.
+	Itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, []*treewalk.PathError, error)
 }
 
 // Delete asks a receiver to delete what the list last sent with Plan
@@ -50,9 +52,10 @@ func (c *Conn) Delete(ctx context.Context) (_ []string, _ []*treewalk.PathError,
 }
 
 // Itemize asks a receiver what restoring entries would change (push,
-// --dry-run and --itemize-changes), deletions included with del. The
-// receiver writes nothing.
-func (c *Conn) Itemize(ctx context.Context, entries []treewalk.Entry, del bool) (_ []string, err error) {
+// --dry-run and --itemize-changes), deletions included with del, and which
+// entries it could not change (per-entry errors). The receiver writes
+// nothing; the error ends the run.
+func (c *Conn) Itemize(ctx context.Context, entries []treewalk.Entry, del bool) (_ []string, _ []*treewalk.PathError, err error) {
 	defer c.watch(ctx)(&err)
 	c.pending.Add(1) // the idle timeout watches the wait for the reply
 	defer c.pending.Add(-1)
@@ -60,16 +63,20 @@ func (c *Conn) Itemize(ctx context.Context, entries []treewalk.Entry, del bool) 
 	c.enc.bool(del)
 	c.enc.entries(entries)
 	if err := c.enc.flush(); err != nil {
-		return nil, c.fail(err)
+		return nil, nil, c.fail(err)
 	}
 	if err := c.dec.status(); err != nil {
-		return nil, c.fail(err)
+		return nil, nil, c.fail(err)
 	}
 	lines, err := c.dec.strings()
 	if err != nil {
-		return nil, c.fail(err)
+		return nil, nil, c.fail(err)
 	}
-	return lines, nil
+	errs, err := c.dec.pathErrors()
+	if err != nil {
+		return nil, nil, c.fail(err)
+	}
+	return lines, errs, nil
 }
 
 // serveDelete answers msgDelete on the receiver.
@@ -107,9 +114,10 @@ func (s *server) serveItemize(ctx context.Context) error {
 	}
 	sink, err := s.openSink(ctx)
 	var lines []string
+	var errs []*treewalk.PathError
 	if err == nil {
 		if it, ok := sink.(Itemizer); ok {
-			lines, err = it.Itemize(ctx, entries, del)
+			lines, errs, err = it.Itemize(ctx, entries, del)
 		} else {
 			err = errNoSelection
 		}
@@ -117,6 +125,7 @@ func (s *server) serveItemize(ctx context.Context) error {
 	s.enc.status(err)
 	if err == nil {
 		s.enc.strings(lines)
+		s.enc.pathErrors(errs)
 	}
 	return nil
 }

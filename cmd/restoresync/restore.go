@@ -196,8 +196,9 @@ func (o *restoreOptions) finishRestore(ctx context.Context, cmd *cobra.Command, 
 		b, _ := json.Marshal(newJSONReport(ctx, rep, err))
 		fmt.Fprintln(out, string(b))
 	} else if err == nil || isPartial(err) {
+		utf8 := localeUTF8()
 		for _, l := range rep.Changes {
-			fmt.Fprintln(out, l)
+			fmt.Fprintln(out, dest.EscapeItemized(l, utf8))
 		}
 		o.fileErrors(cmd.ErrOrStderr(), log, rep.Errors)
 		if !o.ops.quiet {

@@ -83,6 +83,9 @@
 // signatures.go — basis signatures for deltas; finish.go — Finish
 // (symlinks, special files, hardlinks, directory metadata); delete.go —
 // Delete (--delete); itemize.go — Itemize (--itemize-changes, --dry-run);
+// itemize_way.go — the deletions of a directory in the way of a file;
+// itemize_xattr.go — the 'a' and 'x' letters; escape.go —
+// EscapeItemized, names printed as rsync prints them;
 // fs_linux.go — symlink-proof *at operations; xattr_linux.go — xattrs and
 // ACLs on DST; sparse.go — holes; owner.go — OwnerPolicy, IDLookup;
 // idmap.go — --usermap, --groupmap; chmod.go — --chmod; extract.go —

@@ -25,14 +25,20 @@ import (
 // (its data is sent); a follower already linked to the leader has no
 // line on a real run, and on a dry run a line without " => LEADER" only
 // when its attributes differ (as rsync -n, which compares it with the
-// leader DST has now). Nothing is written. Errors are for cancellation
-// only; an entry that cannot be looked at reads as missing.
-func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, error) {
+// leader DST has now). Where DST holds a file's or symlink's place with a
+// directory, the "*deleting" lines of the directory's contents (with
+// Force) follow the other deletions, before the entries' lines, as rsync
+// lists them before those of the directory they are in; without Force
+// the entry has no line and is returned as a per-entry ErrNonEmptyDir
+// (the restore would fail on it); see inTheWay.
+// Nothing is written. The error is for cancellation only; an entry that
+// cannot be looked at reads as missing.
+func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, []*treewalk.PathError, error) {
 	var lines []string
 	if del {
 		x := &extras{w: w}
 		if err := x.run(ctx, entries); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, p := range x.deleted {
 			lines = append(lines, "*deleting   "+p)
@@ -41,25 +47,31 @@ func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool
 	// resent: the leaders of hardlink groups, true once their line says
 	// that their data is sent (a new inode on DST).
 	resent := map[string]bool{}
+	var changes []string // the entries' lines, after all deletions
 	for i := range entries {
 		if entries[i].IsHardlink() {
 			resent[entries[i].LinkTo] = false
 		}
 	}
-	_, err := w.pass(ctx, entries, func(cur *dirCursor, _ int, e *treewalk.Entry) error {
+	errs, err := w.pass(ctx, entries, func(cur *dirCursor, _ int, e *treewalk.Entry) error {
+		way, err := w.inTheWay(cur, e)
+		if err != nil {
+			return err // the restore would fail on e: no line
+		}
+		lines = append(lines, way...) // with the deletions, as rsync lists them
 		l := w.itemize(cur, e, resent)
 		if _, leader := resent[e.Path]; leader && strings.HasPrefix(l, ">") {
 			resent[e.Path] = true
 		}
 		if l != "" {
-			lines = append(lines, l)
+			changes = append(changes, l)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return lines, nil
+	return append(lines, changes...), errs, nil
 }
 
 // itemize returns e's change line, or "" when DST has it as it is.
@@ -119,8 +131,9 @@ func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry, resent map[string]bo
 // name it there), and returns rsync's 11 itemize characters: the update
 // type ('>' data sent, 'c' a symlink or device changed, '.' otherwise),
 // typ, then 'c' (target or device number), 's' (size), 't' (mtime), 'p'
-// (mode), 'o', 'g' (owner, group, as root) or '.' each, and "...." for
-// what is not compared.
+// (mode), 'o', 'g' (owner, group, as root), '.' for the access time
+// (not compared), 'a' (POSIX ACLs), 'x' (extended attributes) or '.'
+// each.
 func (w *Writer) attrFlags(st *unix.Stat_t, dirfd int, base string, e *treewalk.Entry, typ byte) []byte {
 	flags := []byte("...........")
 	flags[1] = typ
@@ -146,7 +159,19 @@ func (w *Writer) attrFlags(st *unix.Stat_t, dirfd int, base string, e *treewalk.
 	if st.Mtim.Nano() != e.MtimeNs {
 		flags[4] = 't'
 	}
-	if e.Kind != treewalk.KindSymlink && st.Mode&07777 != mode {
+	t := pathTarget(dirfd, base)
+	if e.Path == "." {
+		t = fdTarget(dirfd)
+	}
+	access, def, xattrs := w.xattrChanges(t, e)
+	// Setting the access ACL sets the permission bits too: after it, a
+	// real run (rsync reports what remains to change once the ACL is
+	// set) changes the mode only for the setuid, setgid and sticky bits.
+	permBits := uint32(07777)
+	if access && !w.opts.DryRun {
+		permBits = 07000
+	}
+	if e.Kind != treewalk.KindSymlink && st.Mode&permBits != mode&permBits {
 		flags[5] = 'p'
 	}
 	if w.chown && int(st.Uid) != uid {
@@ -154,6 +179,12 @@ func (w *Writer) attrFlags(st *unix.Stat_t, dirfd int, base string, e *treewalk.
 	}
 	if w.chown && int(st.Gid) != gid {
 		flags[7] = 'g'
+	}
+	if access || def {
+		flags[9] = 'a'
+	}
+	if xattrs {
+		flags[10] = 'x'
 	}
 	flags[0] = y
 	return flags

@@ -177,24 +177,33 @@ func (w *Writer) xattrsMatch(t xattrTarget, e *treewalk.Entry) (bool, error) {
 		return false, err
 	}
 	for _, part := range []xattrPart{partACL, partXattrs} {
-		want, err := w.wantXattrs(part, e)
-		if err != nil {
+		if ok, err := w.partMatches(t, cur, part, e); !ok || err != nil {
 			return false, err
 		}
-		n := 0
-		for _, name := range cur {
-			if w.managed(part, name) {
-				n++
-			}
+	}
+	return true, nil
+}
+
+// partMatches reports whether t, whose attribute names are cur, already
+// has exactly the attributes of part that e wants.
+func (w *Writer) partMatches(t xattrTarget, cur []string, part xattrPart, e *treewalk.Entry) (bool, error) {
+	want, err := w.wantXattrs(part, e)
+	if err != nil {
+		return false, err
+	}
+	n := 0
+	for _, name := range cur {
+		if w.managed(part, name) {
+			n++
 		}
-		if n != len(want) {
-			return false, nil
-		}
-		for _, x := range want {
-			v, ok, err := t.value(x.Name)
-			if err != nil || !ok || !bytes.Equal(v, x.Value) {
-				return false, err
-			}
+	}
+	if n != len(want) {
+		return false, nil
+	}
+	for _, x := range want {
+		v, ok, err := t.value(x.Name)
+		if err != nil || !ok || !bytes.Equal(v, x.Value) {
+			return false, err
 		}
 	}
 	return true, nil
