@@ -572,7 +572,7 @@ func (d *decoder) entryAfter(prev *treewalk.Entry) (treewalk.Entry, error) {
 		return fail(err)
 	}
 	if en.LinkTo != "" {
-		if err := treewalk.ValidPath(en.LinkTo); err != nil || en.Kind != treewalk.KindFile || en.LinkTo == "." {
+		if err := treewalk.ValidPath(en.LinkTo); err != nil || en.Kind == treewalk.KindDir || en.LinkTo == "." {
 			return fail(fmt.Errorf("%w: entry %q: bad hardlink target %q", ErrProtocol, en.Path, en.LinkTo))
 		}
 	}

@@ -17,7 +17,12 @@ import (
 // them on a new entry): first, with del, the deletions ("*deleting
 // NAME", as Delete would make them), then the entries in list order.
 // Directories' names end in "/", the root is "./", symlinks add
-// " -> TARGET" and hardlinks " => LEADER". A hardlink follower is listed
+// " -> TARGET" and hardlinks of every kind " => LEADER" ("hL", "hS", "hD"
+// for symlinks, fifos and devices, as "hf" for files). A leader DST
+// lacks, or holds out of date, is listed "hf... LEADER => MEMBER" when
+// a follower of its group, MEMBER, passes the quick check on DST (it is
+// linked to it, no data is sent), and MEMBER then has no line of its own
+// unless its mode or owner differ. A hardlink follower is listed
 // as rsync -H lists it (rsync's hlink.c, maybe_hard_link): "hf" and its
 // own changed attributes (spaces when none) with " => LEADER" when it
 // will be (re)linked, that is when DST's name is not already a link to
@@ -39,16 +44,23 @@ func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool
 		}
 	}
 	// resent: the leaders of hardlink groups, true once their line says
-	// that their data is sent (a new inode on DST).
+	// that they get a new inode on DST (a file's data is sent, another
+	// kind is made again).
 	resent := map[string]bool{}
-	for i := range entries {
-		if entries[i].IsHardlink() {
-			resent[entries[i].LinkTo] = false
-		}
+	groups := linkGroups(entries)
+	for leader := range groups {
+		resent[leader] = false
 	}
+	// via: a leader DST lacks (or holds out of date) that will be linked
+	// to a follower DST holds up to date, which is then itemized as the
+	// source of the link, as rsync -H does.
+	via := map[string]string{}
 	_, err := w.pass(ctx, entries, func(cur *dirCursor, _ int, e *treewalk.Entry) error {
-		l := w.itemize(cur, e, resent)
-		if _, leader := resent[e.Path]; leader && strings.HasPrefix(l, ">") {
+		l := w.itemizeLinked(cur, e, groups, via)
+		if l == "-" {
+			l = w.itemize(cur, e, resent)
+		}
+		if _, leader := resent[e.Path]; leader && l != "" && (l[0] == '>' || e.Kind != treewalk.KindFile) {
 			resent[e.Path] = true
 		}
 		if l != "" {
@@ -62,6 +74,44 @@ func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool
 	return lines, nil
 }
 
+// itemizeLinked returns the line of a hardlink leader that will be linked
+// to an up-to-date follower (recorded in via), "" for that follower when
+// its attributes match, or "-" when e is neither (itemize says).
+func (w *Writer) itemizeLinked(cur *dirCursor, e *treewalk.Entry, groups map[string][]string, via map[string]string) string {
+	switch {
+	case e.HasData() && len(groups[e.Path]) > 0:
+		st, dirfd, base, ok := w.itemStat(cur, e)
+		if ok && quickMatch(&st, e) {
+			return "-"
+		}
+		m, mst, found := w.upToDateMember(e, groups[e.Path])
+		if !found {
+			return "-"
+		}
+		via[e.Path] = m
+		if !ok || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return "hf+++++++++ " + e.Path + " => " + m
+		}
+		flags := w.attrFlags(&mst, dirfd, base, e, 'f')
+		flags[0] = 'h'
+		if string(flags[2:]) == "........." {
+			copy(flags[2:], "         ")
+		}
+		return string(flags) + " " + e.Path + " => " + m
+	case e.IsHardlink() && via[e.LinkTo] == e.Path:
+		st, dirfd, base, ok := w.itemStat(cur, e)
+		if !ok {
+			return "-"
+		}
+		flags := w.attrFlags(&st, dirfd, base, e, 'f')
+		if string(flags[2:]) == "........." {
+			return ""
+		}
+		return string(flags) + " " + e.Path
+	}
+	return "-"
+}
+
 // itemize returns e's change line, or "" when DST has it as it is.
 // resent says which hardlink leaders have their data sent.
 func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry, resent map[string]bool) string {
@@ -71,10 +121,10 @@ func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry, resent map[string]bo
 		name = "./"
 	case e.Kind == treewalk.KindDir:
 		name += "/"
+	case e.IsHardlink(): // rsync names the leader, not a symlink's target
+		name += " => " + e.LinkTo
 	case e.Kind == treewalk.KindSymlink:
 		name += " -> " + e.LinkTarget
-	case e.IsHardlink():
-		name += " => " + e.LinkTo
 	}
 	typ := map[treewalk.Kind]byte{treewalk.KindFile: 'f', treewalk.KindDir: 'd', treewalk.KindSymlink: 'L',
 		treewalk.KindCharDev: 'D', treewalk.KindBlkDev: 'D', treewalk.KindFifo: 'S'}[e.Kind]
