@@ -27,7 +27,10 @@ import (
 // (ErrSplitGone) and SourceRoot.ImpliesRoot. Version 5 made the handshake
 // a sealed wire type: Hello.Receiver is ReceiverOptions, with JSON names of
 // its own, and either side refuses a handshake field it does not know.
-const ProtocolVersion = 5
+// Version 6 allows LinkTo on every kind of entry but directories
+// (hardlinked symlinks, fifos and devices), which version 5 refused in
+// the file list.
+const ProtocolVersion = 6
 
 // magic opens the handshake in both directions, so that a peer that is not a
 // restoresync agent (a login banner, "command not found") is recognised.
