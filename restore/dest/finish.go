@@ -37,8 +37,8 @@ func (w *Writer) settleRoot(entries []treewalk.Entry) error {
 // every kind (each under a temporary name, with its metadata, then renamed
 // over whatever is there; a follower is linked to its leader with
 // linkat(2), which links a symlink itself), and links a group's leader
-// that Plan did not ask for to the follower DST already holds up to date
-// (see upToDateMember); then, deepest first,
+// that DST does not hold up to date to the follower DST already holds up
+// to date (see upToDateMember: a file's data is not sent); then, deepest first,
 // it removes stale temporary files from each directory and sets the
 // directory's owner, mode and mtime, so that writing the children cannot
 // disturb them afterwards.
@@ -50,12 +50,17 @@ func (w *Writer) Finish(ctx context.Context, entries []treewalk.Entry) ([]*treew
 			(e.Kind == treewalk.KindCharDev || e.Kind == treewalk.KindBlkDev) && w.opts.NoDevices:
 		case e.IsHardlink():
 			return w.hardlink(cur, e)
-		case e.Kind == treewalk.KindSymlink:
-			return w.symlink(cur, e)
-		case e.Kind == treewalk.KindFifo || e.Kind == treewalk.KindCharDev || e.Kind == treewalk.KindBlkDev:
-			return w.special(cur, e)
-		case e.HasData() && len(groups[e.Path]) > 0:
-			return w.linkLeader(cur, e, groups[e.Path])
+		case e.Kind == treewalk.KindDir:
+		default:
+			if linked, err := w.linkLeader(cur, e, groups[e.Path]); linked || err != nil {
+				return err
+			}
+			switch e.Kind {
+			case treewalk.KindSymlink:
+				return w.symlink(cur, e)
+			case treewalk.KindFifo, treewalk.KindCharDev, treewalk.KindBlkDev:
+				return w.special(cur, e)
+			}
 		}
 		return nil
 	})
@@ -84,13 +89,8 @@ func (w *Writer) symlink(cur *dirCursor, e *treewalk.Entry) error {
 		return err
 	}
 	uid, gid, _ := w.policy.Resolve(e)
-	if st, err := lstatAt(dirfd, base); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK && st.Mtim.Nano() == e.MtimeNs &&
-		(!w.chown || (int(st.Uid) == uid && int(st.Gid) == gid)) {
-		if target, err := treewalk.ReadlinkAt(dirfd, base); err == nil && target == e.LinkTarget {
-			if ok, _ := w.xattrsMatch(pathTarget(dirfd, base), e); ok {
-				return nil // up to date
-			}
-		}
+	if st, err := lstatAt(dirfd, base); err == nil && w.nodeUpToDate(dirfd, base, &st, e) {
+		return nil
 	}
 	tmp := tempName(base)
 	unix.Unlinkat(dirfd, tmp, 0)
@@ -145,11 +145,8 @@ func (w *Writer) special(cur *dirCursor, e *treewalk.Entry) error {
 	if typ != unix.S_IFIFO && !w.chown {
 		return errors.New("device files can only be created by root")
 	}
-	if st, err := lstatAt(dirfd, base); err == nil && st.Mode&unix.S_IFMT == typ && uint64(st.Rdev) == e.Rdev &&
-		st.Mode&07777 == mode && st.Mtim.Nano() == e.MtimeNs && (!w.chown || (int(st.Uid) == uid && int(st.Gid) == gid)) {
-		if ok, _ := w.xattrsMatch(pathTarget(dirfd, base), e); ok {
-			return nil
-		}
+	if st, err := lstatAt(dirfd, base); err == nil && w.nodeUpToDate(dirfd, base, &st, e) {
+		return nil
 	}
 	tmp := tempName(base)
 	unix.Unlinkat(dirfd, tmp, 0)

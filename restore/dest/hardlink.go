@@ -21,11 +21,9 @@ func linkGroups(entries []treewalk.Entry) map[string][]string {
 }
 
 // upToDateMember returns the first of members (the followers of leader
-// e, a regular file with data) that DST holds as a regular file passing
-// the quick check against e (same size, same mtime to the nanosecond),
-// with its Lstat; ok is false when none does. A new name for a file DST
-// already has is then linked to it, as rsync -H does, and no data is
-// sent.
+// e) that DST holds up to date for e (holds), with its Lstat; ok is
+// false when none does. A new name for a file DST already has is then
+// linked to it, as rsync -H does, and no data is sent.
 func (w *Writer) upToDateMember(e *treewalk.Entry, members []string) (member string, st unix.Stat_t, ok bool) {
 	for _, m := range members {
 		dirfd, base, err := w.parent(m)
@@ -33,18 +31,55 @@ func (w *Writer) upToDateMember(e *treewalk.Entry, members []string) (member str
 			continue
 		}
 		st, err = lstatAt(dirfd, base)
+		ok = err == nil && w.holds(dirfd, base, &st, e)
 		unix.Close(dirfd)
-		if err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == e.Size && st.Mtim.Nano() == e.MtimeNs {
+		if ok {
 			return m, st, true
 		}
 	}
 	return "", st, false
 }
 
+// holds reports whether st, what DST holds as base in dirfd, is e as
+// a restore leaves it: a regular file passing the quick check (size and
+// mtime; Plan corrects its other metadata), a symlink or special file
+// with all its metadata (nodeUpToDate).
+func (w *Writer) holds(dirfd int, base string, st *unix.Stat_t, e *treewalk.Entry) bool {
+	if e.Kind == treewalk.KindFile {
+		return quickMatch(st, e)
+	}
+	return w.nodeUpToDate(dirfd, base, st, e)
+}
+
 // quickMatch reports whether st, what DST holds at e's path, is a regular
 // file that passes the quick check against e.
 func quickMatch(st *unix.Stat_t, e *treewalk.Entry) bool {
 	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == e.Size && st.Mtim.Nano() == e.MtimeNs
+}
+
+// nodeUpToDate reports whether st, what DST holds as base in dirfd, is
+// the symlink or special file e with its target or device number, mode
+// (not a symlink's), owner (as root), mtime and extended metadata, so
+// that Finish leaves it alone.
+func (w *Writer) nodeUpToDate(dirfd int, base string, st *unix.Stat_t, e *treewalk.Entry) bool {
+	uid, gid, mode := w.policy.Resolve(e)
+	if st.Mode&unix.S_IFMT != kindMode(e.Kind) || st.Mtim.Nano() != e.MtimeNs || w.chown && (int(st.Uid) != uid || int(st.Gid) != gid) {
+		return false
+	}
+	switch e.Kind {
+	case treewalk.KindSymlink:
+		if target, err := treewalk.ReadlinkAt(dirfd, base); err != nil || target != e.LinkTarget {
+			return false
+		}
+	case treewalk.KindFifo, treewalk.KindCharDev, treewalk.KindBlkDev:
+		if uint64(st.Rdev) != e.Rdev || st.Mode&07777 != mode {
+			return false
+		}
+	default:
+		return false
+	}
+	ok, _ := w.xattrsMatch(pathTarget(dirfd, base), e)
+	return ok
 }
 
 // fixMember gives member, a follower of e that DST holds up to date, e's
@@ -61,28 +96,33 @@ func (w *Writer) fixMember(member string, st *unix.Stat_t, e *treewalk.Entry) er
 	return nil
 }
 
-// linkLeader makes leader e's name on DST a link to the inode of member, a
-// follower that DST holds up to date, when DST's name for e does not pass
-// the quick check itself (Plan sent no data for it): under a temporary
-// name, then renamed over whatever is there.
-func (w *Writer) linkLeader(cur *dirCursor, e *treewalk.Entry, members []string) error {
+// linkLeader makes leader e's name on DST a link to the inode of one of
+// members, its followers, that DST holds up to date (upToDateMember),
+// when DST does not hold e's own name up to date (for a file: Plan sent
+// no data for it), under a temporary name then renamed over whatever is
+// there; linked says it did. Not a leader, or no such follower: nothing
+// is done.
+func (w *Writer) linkLeader(cur *dirCursor, e *treewalk.Entry, members []string) (linked bool, err error) {
+	if len(members) == 0 {
+		return false, nil
+	}
 	dirfd, base, err := cur.parent(e.Path)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if st, err := lstatAt(dirfd, base); err == nil && quickMatch(&st, e) {
-		return nil
+	if st, err := lstatAt(dirfd, base); err == nil && w.holds(dirfd, base, &st, e) {
+		return false, nil
 	}
 	member, _, ok := w.upToDateMember(e, members)
 	if !ok {
-		return nil // its data failed: reported by the stream
+		return false, nil
 	}
 	mdir, mbase, err := w.parent(member)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer unix.Close(mdir)
-	return w.linkInto(mdir, mbase, dirfd, base, member)
+	return true, w.linkInto(mdir, mbase, dirfd, base, member)
 }
 
 // linkInto links the entry mbase of directory mdir (named member in

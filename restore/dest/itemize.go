@@ -19,10 +19,11 @@ import (
 // Directories' names end in "/", the root is "./", symlinks add
 // " -> TARGET" and hardlinks of every kind " => LEADER" ("hL", "hS", "hD"
 // for symlinks, fifos and devices, as "hf" for files). A leader DST
-// lacks, or holds out of date, is listed "hf... LEADER => MEMBER" when
-// a follower of its group, MEMBER, passes the quick check on DST (it is
-// linked to it, no data is sent), and MEMBER then has no line of its own
-// unless its mode or owner differ. A hardlink follower is listed
+// lacks, or holds out of date, is listed "hf... LEADER => MEMBER" ("hL",
+// "hS", "hD" likewise) when a follower of its group, MEMBER, is up to
+// date on DST (a file by the quick check: it is linked to it, no data is
+// sent), and MEMBER then has no line of its own unless its mode or owner
+// differ. A hardlink follower is listed
 // as rsync -H lists it (rsync's hlink.c, maybe_hard_link): "hf" and its
 // own changed attributes (spaces when none) with " => LEADER" when it
 // will be (re)linked, that is when DST's name is not already a link to
@@ -75,13 +76,15 @@ func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool
 }
 
 // itemizeLinked returns the line of a hardlink leader that will be linked
-// to an up-to-date follower (recorded in via), "" for that follower when
-// its attributes match, or "-" when e is neither (itemize says).
+// to a follower DST holds up to date (recorded in via), "" for that
+// follower when its attributes match, or "-" when e is neither (itemize
+// says).
 func (w *Writer) itemizeLinked(cur *dirCursor, e *treewalk.Entry, groups map[string][]string, via map[string]string) string {
+	typ := itemType(e.Kind)
 	switch {
-	case e.HasData() && len(groups[e.Path]) > 0:
+	case e.Kind != treewalk.KindDir && !e.IsHardlink() && len(groups[e.Path]) > 0:
 		st, dirfd, base, ok := w.itemStat(cur, e)
-		if ok && quickMatch(&st, e) {
+		if ok && w.holds(dirfd, base, &st, e) {
 			return "-"
 		}
 		m, mst, found := w.upToDateMember(e, groups[e.Path])
@@ -89,10 +92,10 @@ func (w *Writer) itemizeLinked(cur *dirCursor, e *treewalk.Entry, groups map[str
 			return "-"
 		}
 		via[e.Path] = m
-		if !ok || st.Mode&unix.S_IFMT != unix.S_IFREG {
-			return "hf+++++++++ " + e.Path + " => " + m
+		if !ok || st.Mode&unix.S_IFMT != kindMode(e.Kind) {
+			return "h" + string(typ) + "+++++++++ " + e.Path + " => " + m
 		}
-		flags := w.attrFlags(&mst, dirfd, base, e, 'f')
+		flags := w.attrFlags(&mst, dirfd, base, e, typ)
 		flags[0] = 'h'
 		if string(flags[2:]) == "........." {
 			copy(flags[2:], "         ")
@@ -103,13 +106,19 @@ func (w *Writer) itemizeLinked(cur *dirCursor, e *treewalk.Entry, groups map[str
 		if !ok {
 			return "-"
 		}
-		flags := w.attrFlags(&st, dirfd, base, e, 'f')
+		flags := w.attrFlags(&st, dirfd, base, e, typ)
 		if string(flags[2:]) == "........." {
 			return ""
 		}
 		return string(flags) + " " + e.Path
 	}
 	return "-"
+}
+
+// itemType is rsync's itemize letter for a kind: f, d, L, D, S.
+func itemType(k treewalk.Kind) byte {
+	return map[treewalk.Kind]byte{treewalk.KindFile: 'f', treewalk.KindDir: 'd', treewalk.KindSymlink: 'L',
+		treewalk.KindCharDev: 'D', treewalk.KindBlkDev: 'D', treewalk.KindFifo: 'S'}[k]
 }
 
 // itemize returns e's change line, or "" when DST has it as it is.
@@ -126,8 +135,7 @@ func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry, resent map[string]bo
 	case e.Kind == treewalk.KindSymlink:
 		name += " -> " + e.LinkTarget
 	}
-	typ := map[treewalk.Kind]byte{treewalk.KindFile: 'f', treewalk.KindDir: 'd', treewalk.KindSymlink: 'L',
-		treewalk.KindCharDev: 'D', treewalk.KindBlkDev: 'D', treewalk.KindFifo: 'S'}[e.Kind]
+	typ := itemType(e.Kind)
 	st, dirfd, base, ok := w.itemStat(cur, e)
 	if e.Path == "." && w.created {
 		ok = false // made by this run (0700 until Finish): new, as rsync says

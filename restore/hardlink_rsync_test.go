@@ -1,0 +1,209 @@
+package restore_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/restoresync/restoresync/internal/testenv"
+	"github.com/restoresync/restoresync/treewalk"
+)
+
+// linkKindsGroups are the hardlink groups of linkKindsTree, by path.
+var linkKindsGroups = [][]string{
+	{"block3", "block3.5"},
+	{"fifo1", "d/fifo2"},
+	{"sym1", "sym2"},
+	{"filelist", "d/filelist"},
+}
+
+// linkKindsTree is a SRC with a hardlink group of each kind but
+// directories, as rsync's hardlinks.test makes them: two block devices
+// sharing an inode (b 105,73), two hardlinked fifos in two directories,
+// two hardlinked symlinks (ln -P), a file and a link to it; whole-second
+// mtimes (rsync 3.2's quick check compares seconds).
+func linkKindsTree(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "S")
+	writeFiles(t, src, map[string]string{"filelist": "a list of files\n", "d/other": "x"})
+	mk := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk(unix.Mknod(filepath.Join(src, "block3"), unix.S_IFBLK|0o640, int(unix.Mkdev(105, 73))))
+	mk(unix.Mkfifo(filepath.Join(src, "fifo1"), 0o644))
+	mk(os.Symlink("filelist", filepath.Join(src, "sym1")))
+	for _, l := range [][2]string{{"block3", "block3.5"}, {"fifo1", "d/fifo2"}, {"filelist", "d/filelist"}} {
+		mk(os.Link(filepath.Join(src, l[0]), filepath.Join(src, l[1])))
+	}
+	// link(2) without AT_SYMLINK_FOLLOW, as ln -P: the symlink itself.
+	mk(unix.Linkat(unix.AT_FDCWD, filepath.Join(src, "sym1"), unix.AT_FDCWD, filepath.Join(src, "sym2"), 0))
+	mt := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	touchAll(t, src, mt)
+	mk(unix.Lutimes(filepath.Join(src, "sym1"), []unix.Timeval{unix.NsecToTimeval(mt.UnixNano()), unix.NsecToTimeval(mt.UnixNano())}))
+	return src
+}
+
+// kindsLines makes itemize lines comparable between rsync and us: the
+// name of a member of a hardlink group becomes its group's number and
+// the name after " => " becomes "<leader>", since rsync and we choose
+// different leaders (README: "Itemized changes"); the update type, the
+// file type, the attribute flags, a symlink's " -> TARGET" and whether
+// the line names a leader are kept. Lines that are not itemize lines
+// are dropped. The result is sorted.
+func kindsLines(lines []string, groups [][]string) []string {
+	var out []string
+	for _, l := range lines {
+		if len(l) < 12 || l[11] != ' ' {
+			continue
+		}
+		rest, _, arrow := strings.Cut(l[12:], " => ")
+		name, target, symlink := strings.Cut(rest, " -> ")
+		for _, g := range groups {
+			if slices.Contains(g, name) {
+				l = l[:12] + "<group " + g[0] + ">"
+				if symlink {
+					l += " -> " + target
+				}
+				if arrow {
+					l += " => <leader>"
+				}
+				break
+			}
+		}
+		out = append(out, l)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// linkedGroups returns, for each group of paths, whether its members
+// share one inode in root.
+func linkedGroups(t *testing.T, root string, groups [][]string) []bool {
+	t.Helper()
+	var out []bool
+	for _, g := range groups {
+		same := true
+		var first uint64
+		for i, p := range g {
+			fi, err := os.Lstat(filepath.Join(root, p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ino := fi.Sys().(*syscall.Stat_t).Ino
+			if i == 0 {
+				first = ino
+			} else if ino != first {
+				same = false
+			}
+		}
+		out = append(out, same)
+	}
+	return out
+}
+
+// Hardlinked devices, fifos and symlinks come out as rsync -aH makes
+// them: the same tree with the same inode groups (treewalk.Compare checks
+// link groups of every kind), and the same itemized lines (hD, hS, hL
+// with " => LEADER"), on a dry run and a real run, for a new DST, a DST
+// where one member of each group is missing, one where the members are
+// separate inodes, and a rerun that has nothing to do; with --delete
+// too, which must delete nothing of the groups.
+func TestHardlinkKindsMatchRsync(t *testing.T) {
+	testenv.RequireTool(t, "rsync")
+	if os.Geteuid() != 0 {
+		t.Skip("device nodes need root")
+	}
+	cases := []struct {
+		name    string
+		dstMut  func(t *testing.T, dst string)
+		noDst   bool
+		del     bool
+		nothing bool // neither run has anything to say
+	}{
+		{name: "new", noDst: true},
+		{name: "follower-missing", dstMut: func(t *testing.T, dst string) {
+			for _, p := range []string{"block3.5", "d/fifo2", "sym2"} {
+				if err := os.Remove(filepath.Join(dst, p)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{name: "follower-missing-delete", del: true, dstMut: func(t *testing.T, dst string) {
+			os.Remove(filepath.Join(dst, "sym2"))
+			writeFiles(t, dst, map[string]string{"d/extra": "gone"})
+		}},
+		{name: "unchanged", nothing: true},
+		{name: "unchanged-delete", del: true, nothing: true},
+	}
+	for _, mode := range modes {
+		for _, c := range cases {
+			t.Run(mode+"/"+c.name, func(t *testing.T) {
+				src := linkKindsTree(t)
+				tmp := t.TempDir()
+				rdst, odst := filepath.Join(tmp, "rsync"), filepath.Join(tmp, "ours")
+				if !c.noDst {
+					for _, d := range []string{rdst, odst} {
+						if out, err := exec.Command("rsync", "-aH", src+"/", d+"/").CombinedOutput(); err != nil {
+							t.Fatalf("rsync: %v\n%s", err, out)
+						}
+					}
+				}
+				if c.dstMut != nil {
+					c.dstMut(t, rdst)
+					c.dstMut(t, odst)
+					touchDirs(t, rdst, odst)
+				}
+				rsyncRun := func(flags ...string) []string {
+					if c.del {
+						flags = append(flags, "--delete")
+					}
+					out, err := exec.Command("rsync", append(flags, src+"/", rdst+"/")...).CombinedOutput()
+					if err != nil {
+						t.Fatalf("rsync %s: %v\n%s", flags, err, out)
+					}
+					return kindsLines(strings.Split(strings.TrimSpace(string(out)), "\n"), linkKindsGroups)
+				}
+				o := options(mode, src, odst)
+				o.Delete = c.del
+				o.DryRun = true
+				dry := kindsLines(run(t, o).Changes, linkKindsGroups)
+				if want := rsyncRun("-aHni"); !slices.Equal(dry, want) {
+					t.Errorf("dry run:\n  %q\nrsync -aHni:\n  %q", dry, want)
+				}
+				o.DryRun, o.ItemizeChanges = false, true
+				real := kindsLines(run(t, o).Changes, linkKindsGroups)
+				if want := rsyncRun("-aHi"); !slices.Equal(real, want) {
+					t.Errorf("real run:\n  %q\nrsync -aHi:\n  %q", real, want)
+				}
+				if (len(dry) == 0) != c.nothing {
+					t.Errorf("dry run said %q: a weak case", dry)
+				}
+				if got, want := linkedGroups(t, odst, linkKindsGroups), linkedGroups(t, rdst, linkKindsGroups); !slices.Equal(got, want) || slices.Contains(got, false) {
+					t.Errorf("groups sharing an inode: ours %v, rsync's %v; want all", got, want)
+				}
+				diffs, err := treewalk.Compare(context.Background(), rdst, odst, treewalk.CompareOptions{IgnoreDirTimes: c.dstMut != nil})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, d := range diffs {
+					t.Errorf("ours differs from rsync's: %s", d)
+				}
+				rsyncItemizeNothing(t, src, odst)
+				if again := run(t, o).Changes; len(again) > 0 {
+					t.Errorf("a rerun still changes %q", again)
+				}
+			})
+		}
+	}
+}
