@@ -64,8 +64,8 @@ func linkKindsTree(t *testing.T) string {
 func kindsLines(lines []string, groups [][]string) []string {
 	var out []string
 	for _, l := range lines {
-		if len(l) < 12 || l[11] != ' ' {
-			continue
+		if len(l) < 12 || l[11] != ' ' || !strings.ContainsRune("<>ch.*", rune(l[0])) || !strings.ContainsRune("fdLDS", rune(l[1])) {
+			continue // not an itemize line: rsync's --stats
 		}
 		rest, _, arrow := strings.Cut(l[12:], " => ")
 		name, target, symlink := strings.Cut(rest, " -> ")
@@ -202,6 +202,68 @@ func TestHardlinkKindsMatchRsync(t *testing.T) {
 				rsyncItemizeNothing(t, src, odst)
 				if again := run(t, o).Changes; len(again) > 0 {
 					t.Errorf("a rerun still changes %q", again)
+				}
+			})
+		}
+	}
+}
+
+// A new name linked to a file DST already holds up to date (size and
+// mtime) is linked to it on DST, and no data is sent, as rsync -aH sends
+// no literal data: whether the new name comes before the old one in the
+// file list (it is then the group's leader) or after. The report counts
+// no bytes and the wire carries far less than the file; both names share
+// one inode on DST; the itemized lines are rsync's; a rerun has nothing
+// to do.
+func TestNewHardlinkToFileDstHasSendsNoData(t *testing.T) {
+	testenv.RequireTool(t, "rsync")
+	const size = 5 << 20
+	for _, newName := range []string{"dir/filelist", "zdir/filelist"} {
+		for _, mode := range modes {
+			t.Run(mode+"/"+strings.Split(newName, "/")[0], func(t *testing.T) {
+				src := filepath.Join(t.TempDir(), "S")
+				writeFiles(t, src, map[string]string{"filelist": string(patternedBytes(size)), "other": "x"})
+				touchAll(t, src, time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+				tmp := t.TempDir()
+				rdst, odst := filepath.Join(tmp, "rsync"), filepath.Join(tmp, "ours")
+				for _, d := range []string{rdst, odst} {
+					if out, err := exec.Command("rsync", "-aH", src+"/", d+"/").CombinedOutput(); err != nil {
+						t.Fatalf("rsync: %v\n%s", err, out)
+					}
+				}
+				os.MkdirAll(filepath.Join(src, filepath.Dir(newName)), 0o755)
+				if err := os.Link(filepath.Join(src, "filelist"), filepath.Join(src, newName)); err != nil {
+					t.Fatal(err)
+				}
+				groups := [][]string{{"filelist", newName}}
+				out, err := exec.Command("rsync", "-aHi", "--stats", src+"/", rdst+"/").CombinedOutput()
+				if err != nil {
+					t.Fatalf("rsync: %v\n%s", err, out)
+				}
+				if !strings.Contains(string(out), "Literal data: 0 bytes") {
+					t.Fatalf("rsync sent literal data:\n%s", out)
+				}
+				o := options(mode, src, odst)
+				o.DryRun = true
+				dry := kindsLines(run(t, o).Changes, groups)
+				o.DryRun, o.ItemizeChanges = false, true
+				rep := run(t, o)
+				want := kindsLines(strings.Split(strings.TrimSpace(string(out)), "\n"), groups)
+				if got := kindsLines(rep.Changes, groups); !slices.Equal(got, want) {
+					t.Errorf("real run:\n  %q\nrsync -aHi:\n  %q", got, want)
+				}
+				if !slices.Equal(dry, want) {
+					t.Errorf("dry run:\n  %q\nrsync -aHi:\n  %q", dry, want)
+				}
+				if rep.Bytes != 0 || rep.WireBytes > size/10 {
+					t.Errorf("report: %d bytes of data, %d on the wire; want none of the %d-byte file", rep.Bytes, rep.WireBytes, size)
+				}
+				if got := linkedGroups(t, odst, groups); !got[0] {
+					t.Errorf("filelist and %s are separate inodes on DST", newName)
+				}
+				assertSameTree(t, src, odst)
+				if again := run(t, o); len(again.Changes) > 0 || again.Bytes != 0 {
+					t.Errorf("a rerun changes %q, %d bytes", again.Changes, again.Bytes)
 				}
 			})
 		}
