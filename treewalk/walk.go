@@ -194,7 +194,9 @@ func (w *walker) add(p string, st *unix.Stat_t, dirfd int) error {
 	}
 	e.Sparse = e.Kind == KindFile && st.Blocks*512 < st.Size
 	switch {
-	case e.LinkTo != "": // its leader carries the inode's xattrs
+	case e.LinkTo != "" && e.Kind == KindFile: // its leader carries the inode's xattrs
+		// (other kinds' followers carry them too: the tar method sends
+		// them as nodes of their own)
 	case dirfd < 0:
 		if err := w.readMeta(&e, w.rootFd, ""); err != nil {
 			return err
