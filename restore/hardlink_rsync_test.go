@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/restoresync/restoresync/internal/testenv"
+	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -267,5 +268,57 @@ func TestNewHardlinkToFileDstHasSendsNoData(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// The rsync method (through the agent's file list) links hardlinked
+// devices, fifos and symlinks as rsync -aH does; the tar method restores
+// the same tree with those (not files) as separate inodes, as the README
+// says.
+func TestHardlinkKindsOtherMethods(t *testing.T) {
+	testenv.RequireTool(t, "rsync")
+	if os.Geteuid() != 0 {
+		t.Skip("device nodes need root")
+	}
+	src := linkKindsTree(t)
+	ref := filepath.Join(t.TempDir(), "rsync")
+	if out, err := exec.Command("rsync", "-aH", "--devices", "--specials", src+"/", ref+"/").CombinedOutput(); err != nil {
+		t.Fatalf("rsync: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		name   string
+		mode   string
+		method restore.Method
+		linked []bool // per linkKindsGroups
+	}{
+		{"rsync/pull", "pull", restore.MethodRsync, []bool{true, true, true, true}},
+		{"tar/pull", "pull", restore.MethodTar, []bool{false, false, false, true}},
+		{"tar/local", "local", restore.MethodTar, []bool{false, false, false, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "ours")
+			o := options(tc.mode, src, dst)
+			o.Method = tc.method
+			run(t, o)
+			if got := linkedGroups(t, dst, linkKindsGroups); !slices.Equal(got, tc.linked) {
+				t.Errorf("groups sharing an inode: %v; want %v", got, tc.linked)
+			}
+			diffs, err := treewalk.Compare(context.Background(), ref, dst, treewalk.CompareOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range diffs {
+				// rsync 3.2.7 does not give device nodes their mtimes.
+				if d.What == treewalk.DiffMtime && strings.HasPrefix(d.Path, "block3") ||
+					d.What == treewalk.DiffHardlink && !tc.linked[0] {
+					continue
+				}
+				t.Errorf("ours differs from rsync's: %s", d)
+			}
+			run(t, o)
+			if got := linkedGroups(t, dst, linkKindsGroups); !slices.Equal(got, tc.linked) {
+				t.Errorf("after a rerun, groups sharing an inode: %v; want %v", got, tc.linked)
+			}
+		})
 	}
 }
