@@ -118,7 +118,7 @@ func linkedGroups(t *testing.T, root string, groups [][]string) []bool {
 // link groups of every kind), and the same itemized lines (hD, hS, hL
 // with " => LEADER"), on a dry run and a real run, for a new DST, a DST
 // where one member of each group is missing, one where the members are
-// separate inodes, and a rerun that has nothing to do; with --delete
+// separate inodes (made without -H), and a rerun that has nothing to do; with --delete
 // too, which must delete nothing of the groups.
 func TestHardlinkKindsMatchRsync(t *testing.T) {
 	testenv.RequireTool(t, "rsync")
@@ -126,11 +126,12 @@ func TestHardlinkKindsMatchRsync(t *testing.T) {
 		t.Skip("device nodes need root")
 	}
 	cases := []struct {
-		name    string
-		dstMut  func(t *testing.T, dst string)
-		noDst   bool
-		del     bool
-		nothing bool // neither run has anything to say
+		name     string
+		dstMut   func(t *testing.T, dst string)
+		noDst    bool
+		unlinked bool // DST made by rsync -a without -H: separate inodes
+		del      bool
+		nothing  bool // neither run has anything to say
 	}{
 		{name: "new", noDst: true},
 		{name: "follower-missing", dstMut: func(t *testing.T, dst string) {
@@ -144,6 +145,7 @@ func TestHardlinkKindsMatchRsync(t *testing.T) {
 			os.Remove(filepath.Join(dst, "sym2"))
 			writeFiles(t, dst, map[string]string{"d/extra": "gone"})
 		}},
+		{name: "separate-inodes", unlinked: true},
 		{name: "unchanged", nothing: true},
 		{name: "unchanged-delete", del: true, nothing: true},
 	}
@@ -154,8 +156,12 @@ func TestHardlinkKindsMatchRsync(t *testing.T) {
 				tmp := t.TempDir()
 				rdst, odst := filepath.Join(tmp, "rsync"), filepath.Join(tmp, "ours")
 				if !c.noDst {
+					flags := "-aH"
+					if c.unlinked {
+						flags = "-a"
+					}
 					for _, d := range []string{rdst, odst} {
-						if out, err := exec.Command("rsync", "-aH", src+"/", d+"/").CombinedOutput(); err != nil {
+						if out, err := exec.Command("rsync", flags, src+"/", d+"/").CombinedOutput(); err != nil {
 							t.Fatalf("rsync: %v\n%s", err, out)
 						}
 					}
