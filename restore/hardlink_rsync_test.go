@@ -21,14 +21,14 @@ import (
 // linkKindsGroups are the hardlink groups of linkKindsTree, by path.
 var linkKindsGroups = [][]string{
 	{"block3", "block3.5"},
-	{"fifo1", "d/fifo2"},
+	{"fifo1", "d/fifo2", "d/fifo3"},
 	{"sym1", "sym2"},
 	{"filelist", "d/filelist"},
 }
 
 // linkKindsTree is a SRC with a hardlink group of each kind but
 // directories, as rsync's hardlinks.test makes them: two block devices
-// sharing an inode (b 105,73), two hardlinked fifos in two directories,
+// sharing an inode (b 105,73), three hardlinked fifos in two directories,
 // two hardlinked symlinks (ln -P), a file and a link to it; whole-second
 // mtimes (rsync 3.2's quick check compares seconds).
 func linkKindsTree(t *testing.T) string {
@@ -44,7 +44,7 @@ func linkKindsTree(t *testing.T) string {
 	mk(unix.Mknod(filepath.Join(src, "block3"), unix.S_IFBLK|0o640, int(unix.Mkdev(105, 73))))
 	mk(unix.Mkfifo(filepath.Join(src, "fifo1"), 0o644))
 	mk(os.Symlink("filelist", filepath.Join(src, "sym1")))
-	for _, l := range [][2]string{{"block3", "block3.5"}, {"fifo1", "d/fifo2"}, {"filelist", "d/filelist"}} {
+	for _, l := range [][2]string{{"block3", "block3.5"}, {"fifo1", "d/fifo2"}, {"fifo1", "d/fifo3"}, {"filelist", "d/filelist"}} {
 		mk(os.Link(filepath.Join(src, l[0]), filepath.Join(src, l[1])))
 	}
 	// link(2) without AT_SYMLINK_FOLLOW, as ln -P: the symlink itself.

@@ -59,9 +59,9 @@ func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool
 	_, err := w.pass(ctx, entries, func(cur *dirCursor, _ int, e *treewalk.Entry) error {
 		l := w.itemizeLinked(cur, e, groups, via)
 		if l == "-" {
-			l = w.itemize(cur, e, resent)
+			l = w.itemize(cur, e, resent, via)
 		}
-		if _, leader := resent[e.Path]; leader && l != "" && (l[0] == '>' || e.Kind != treewalk.KindFile) {
+		if _, leader := resent[e.Path]; leader && via[e.Path] == "" && l != "" && (l[0] == '>' || e.Kind != treewalk.KindFile) {
 			resent[e.Path] = true
 		}
 		if l != "" {
@@ -122,8 +122,9 @@ func itemType(k treewalk.Kind) byte {
 }
 
 // itemize returns e's change line, or "" when DST has it as it is.
-// resent says which hardlink leaders have their data sent.
-func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry, resent map[string]bool) string {
+// resent says which hardlink leaders have their data sent; via, which
+// leaders are linked to the inode of which follower.
+func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry, resent map[string]bool, via map[string]string) string {
 	name := e.Path
 	switch {
 	case e.Path == ".":
@@ -153,7 +154,10 @@ func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry, resent map[string]bo
 	flags := w.attrFlags(&st, dirfd, base, e, typ)
 	if e.IsHardlink() {
 		flags[0] = 'h'
-		lst, err := w.leaderStat(e)
+		lst, err := w.leaderStat(e.LinkTo)
+		if m := via[e.LinkTo]; m != "" {
+			lst, err = w.leaderStat(m) // the inode the leader will be linked to
+		}
 		linked := err == nil && lst.Dev == st.Dev && lst.Ino == st.Ino
 		changed := string(flags[2:]) != "........."
 		switch {
@@ -238,9 +242,9 @@ func (w *Writer) itemStat(cur *dirCursor, e *treewalk.Entry) (st unix.Stat_t, di
 	return st, dirfd, base, err == nil
 }
 
-// leaderStat lstats the leader of hardlink e on DST.
-func (w *Writer) leaderStat(e *treewalk.Entry) (unix.Stat_t, error) {
-	ldir, lbase, err := w.parent(e.LinkTo)
+// leaderStat lstats rel, the leader of a hardlink, on DST.
+func (w *Writer) leaderStat(rel string) (unix.Stat_t, error) {
+	ldir, lbase, err := w.parent(rel)
 	if err != nil {
 		return unix.Stat_t{}, err
 	}
