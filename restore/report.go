@@ -27,7 +27,9 @@ type Report struct {
 	// followers and up-to-date files not included).
 	Files int `json:"files"`
 	// Dirs, Symlinks and Hardlinks count those entries of the restored set
-	// (the root directory not included in Dirs).
+	// (the root directory not included in Dirs; Hardlinks counts the
+	// followers of every kind, a hardlinked symlink's follower there and
+	// not in Symlinks).
 	Dirs      int `json:"dirs"`
 	Symlinks  int `json:"symlinks"`
 	Hardlinks int `json:"hardlinks"`
@@ -80,10 +82,10 @@ func (r *Report) addList(list treewalk.List) {
 		switch e := &list.Entries[i]; {
 		case e.Kind == treewalk.KindDir && e.Path != ".":
 			r.Dirs++
+		case e.IsHardlink(): // of any kind, a hardlinked symlink too
+			r.Hardlinks++
 		case e.Kind == treewalk.KindSymlink:
 			r.Symlinks++
-		case e.IsHardlink():
-			r.Hardlinks++
 		}
 	}
 }

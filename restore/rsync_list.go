@@ -77,7 +77,7 @@ func parseFindList(r io.Reader) (treewalk.List, error) {
 			list.Errors = append(list.Errors, &treewalk.PathError{Path: e.Path,
 				Err: errors.New("device node: the agent-less listing (find) cannot give its device number; use the restoresync agent")})
 			continue
-		case e.Kind == treewalk.KindFile && f[10] != "1":
+		case e.Kind != treewalk.KindDir && f[10] != "1": // every kind but directories, as rsync -H
 			key := f[8] + ":" + f[9]
 			if leader, ok := leaders[key]; ok {
 				e.LinkTo = leader

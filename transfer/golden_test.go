@@ -31,7 +31,8 @@ var update = flag.Bool("update", false, "rewrite transfer/testdata/golden from t
 // decoding of the old golden must still pass).
 
 // goldenEntries is a file list shaped like a hosting account, with every
-// kind of entry and every kind of extended metadata.
+// kind of entry, hardlinks of every kind but directories, and every kind
+// of extended metadata.
 func goldenEntries() []treewalk.Entry {
 	acl := []treewalk.ACLEntry{
 		{Tag: treewalk.ACLUserObj, Perm: 6, ID: treewalk.ACLUndefinedID},
@@ -55,6 +56,11 @@ func goldenEntries() []treewalk.Entry {
 		{Path: "uploads/null", Kind: treewalk.KindCharDev, Mode: 0o666, Uid: 0, Gid: 0, MtimeNs: t0, Rdev: 0x103},
 		{Path: "uploads/sda", Kind: treewalk.KindBlkDev, Mode: 0o660, Uid: 0, Gid: 6, Group: "disk", MtimeNs: t0, Rdev: 0x800},
 		{Path: "suid-ñame\n.bin", Kind: treewalk.KindFile, Mode: 0o4755, Uid: 1000, Gid: 1000, User: "alice", Group: "alice", Size: 0, MtimeNs: t0},
+		// Hardlinks of the other kinds (protocol 6).
+		{Path: "current.old", Kind: treewalk.KindSymlink, Mode: 0o777, Uid: 1000, Gid: 1000, User: "alice", Group: "alice", MtimeNs: t0 - 5,
+			LinkTarget: "index.php", LinkTo: "current"},
+		{Path: "uploads/fifo.2", Kind: treewalk.KindFifo, Mode: 0o600, Uid: 1000, Gid: 1000, User: "alice", Group: "alice", MtimeNs: t0, LinkTo: "uploads/fifo"},
+		{Path: "uploads/sda.2", Kind: treewalk.KindBlkDev, Mode: 0o660, Uid: 0, Gid: 6, Group: "disk", MtimeNs: t0, Rdev: 0x800, LinkTo: "uploads/sda"},
 	}
 }
 

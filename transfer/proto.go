@@ -28,7 +28,9 @@ import (
 // a sealed wire type: Hello.Receiver is ReceiverOptions, with JSON names of
 // its own, and either side refuses a handshake field it does not know.
 // Version 6 added the per-entry errors to the itemize reply (an entry a
-// restore could not change, as a dry run reports it).
+// restore could not change, as a dry run reports it), and allows LinkTo on
+// every kind of entry but directories (hardlinked symlinks, fifos and
+// devices), which version 5 refused in the file list.
 const ProtocolVersion = 6
 
 // magic opens the handshake in both directions, so that a peer that is not a
@@ -574,7 +576,7 @@ func (d *decoder) entryAfter(prev *treewalk.Entry) (treewalk.Entry, error) {
 		return fail(err)
 	}
 	if en.LinkTo != "" {
-		if err := treewalk.ValidPath(en.LinkTo); err != nil || en.Kind != treewalk.KindFile || en.LinkTo == "." {
+		if err := treewalk.ValidPath(en.LinkTo); err != nil || en.Kind == treewalk.KindDir || en.LinkTo == "." {
 			return fail(fmt.Errorf("%w: entry %q: bad hardlink target %q", ErrProtocol, en.Path, en.LinkTo))
 		}
 	}

@@ -225,7 +225,10 @@ func TarHeader(e *treewalk.Entry) *tar.Header {
 		if e.Path == "." {
 			h.Name = "./"
 		}
-	case e.IsHardlink():
+	case e.IsHardlink() && e.Kind == treewalk.KindFile:
+		// Only regular files are linked in a tar stream: the extractor
+		// refuses a link to anything else, so other kinds' followers
+		// travel as their own kind.
 		h.Typeflag, h.Linkname = tar.TypeLink, e.LinkTo
 	case e.Kind == treewalk.KindFile:
 		h.Typeflag, h.Size = tar.TypeReg, e.Size

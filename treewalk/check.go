@@ -14,10 +14,10 @@ var ErrBadList = errors.New("invalid file list")
 // CheckList checks the shape of a whole file list received from a peer,
 // beyond what ValidPath and the per-entry checks see:
 //   - no path is listed twice;
-//   - a hardlink (LinkTo) names an earlier entry of the list that is a
-//     regular file and not itself a hardlink (its group's leader), so no
-//     link can reach a file of the destination that the list does not
-//     restore;
+//   - a hardlink (LinkTo) names an earlier entry of the list of the same
+//     kind, not a directory and not itself a hardlink (its group's
+//     leader), so no link can reach a file of the destination that the
+//     list does not restore;
 //   - an entry whose parent directory is in the list has a directory
 //     there (no entry beneath a listed file or symlink).
 //
@@ -42,8 +42,12 @@ func CheckList(entries []Entry) error {
 		}
 		if e.LinkTo != "" {
 			j, ok := kinds[e.LinkTo]
-			if !ok || entries[j].Kind != KindFile || entries[j].LinkTo != "" {
-				return bad("hardlink to %s, which is not an earlier regular file of the list", strconv.Quote(e.LinkTo))
+			if !ok || e.Kind == KindDir || entries[j].Kind != e.Kind || entries[j].LinkTo != "" {
+				what := e.Kind.String()
+				if e.Kind == KindFile {
+					what = "regular file"
+				}
+				return bad("hardlink to %s, which is not an earlier %s of the list", strconv.Quote(e.LinkTo), what)
 			}
 		}
 		kinds[e.Path] = i

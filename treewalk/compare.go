@@ -88,8 +88,9 @@ func (d Difference) String() string {
 // contents (xxh3-128 of both sides), permission bits including setuid,
 // setgid and sticky, uid and gid, mtimes to the nanosecond (symlinks'
 // own, directories' too), symlink targets, device numbers, hardlink
-// groups (two paths that share an inode in one tree must share one in the
-// other), extended attributes and POSIX ACLs (every name and value, the
+// groups of every kind but directories (two paths that share an inode in
+// one tree must share one in the other: regular files, symlinks, fifos,
+// devices), extended attributes and POSIX ACLs (every name and value, the
 // "system." namespace included, one difference per name), and sparseness:
 // a regular file that allocates fewer bytes than its size (it has holes)
 // must do so on both sides, and b's copy of a sparse file must not
@@ -145,8 +146,8 @@ func Compare(ctx context.Context, a, b string, o CompareOptions) ([]Difference, 
 // cmpInode identifies an inode on one side.
 type cmpInode struct{ dev, ino uint64 }
 
-// cmpLinked is a path that is a regular file on both sides and has more than
-// one link on at least one of them.
+// cmpLinked is a path that is of the same kind, not a directory, on both
+// sides and has more than one link on at least one of them.
 type cmpLinked struct {
 	path string
 	ino  [2]cmpInode
@@ -301,6 +302,11 @@ func (c *comparer) entry(ctx context.Context, dirs [2]*os.File, name, rel string
 			return false, err
 		}
 	}
+	if !isDir && (sa.Nlink > 1 || sb.Nlink > 1) {
+		// Every kind but a directory can be hardlinked: devices, fifos
+		// and symlinks too (rsync -H links them).
+		c.links = append(c.links, cmpLinked{path: rel, ino: [2]cmpInode{{uint64(sa.Dev), sa.Ino}, {uint64(sb.Dev), sb.Ino}}})
+	}
 	switch ka {
 	case unix.S_IFREG:
 		if !c.o.IgnoreSparse {
@@ -340,14 +346,9 @@ func (c *comparer) readlink(dir *os.File, name string) (string, error) {
 	}
 }
 
-// file compares the size and contents of regular file rel (name in dirs)
-// and remembers it for the hardlink check when either side has more than
-// one link.
+// file compares the size and contents of regular file rel (name in dirs).
 func (c *comparer) file(ctx context.Context, dirs [2]*os.File, name, rel string, sa, sb *unix.Stat_t) error {
 	ino := [2]cmpInode{{uint64(sa.Dev), sa.Ino}, {uint64(sb.Dev), sb.Ino}}
-	if sa.Nlink > 1 || sb.Nlink > 1 {
-		c.links = append(c.links, cmpLinked{path: rel, ino: ino})
-	}
 	if sa.Size != sb.Size {
 		c.add(rel, DiffSize, strconv.FormatInt(sa.Size, 10), strconv.FormatInt(sb.Size, 10))
 		return nil
@@ -411,8 +412,9 @@ func (c *comparer) hash(ctx context.Context, s int, dir *os.File, name string, i
 
 // hardlinks reports the paths whose link groups differ: for each group of
 // paths sharing an inode on one side, every member must share the leader's
-// (the smallest path's) inode on the other side too. Only paths that are
-// regular files on both sides count; the rest are reported already.
+// (the smallest path's) inode on the other side too. Paths of every kind
+// but directories count (files, symlinks, fifos, devices) when they are
+// of the same kind on both sides; the rest are reported already.
 func (c *comparer) hardlinks() {
 	for s := range 2 {
 		other := 1 - s

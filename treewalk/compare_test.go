@@ -330,3 +330,59 @@ func TestCompareErrors(t *testing.T) {
 		t.Errorf("cancelled: got %v, want context.Canceled", err)
 	}
 }
+
+// Hardlink groups of fifos and symlinks count as those of files: a
+// group linked in a and made of separate inodes in b (same names, kinds,
+// modes, times and targets) is a hardlink difference for each follower.
+func TestCompareHardlinkKinds(t *testing.T) {
+	tmp := t.TempDir()
+	mt := []unix.Timespec{unix.NsecToTimespec(cmpBase), unix.NsecToTimespec(cmpBase)}
+	build := func(dir string, linked bool) {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, pair := range [][2]string{{"fifo1", "fifo2"}, {"sym1", "sym2"}} {
+			for i, name := range pair {
+				p := filepath.Join(dir, name)
+				var err error
+				switch {
+				case i == 1 && linked:
+					err = unix.Linkat(unix.AT_FDCWD, filepath.Join(dir, pair[0]), unix.AT_FDCWD, p, 0)
+				case name[0] == 'f':
+					err = unix.Mkfifo(p, 0o644)
+				default:
+					err = os.Symlink("target", p)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, name := range []string{"fifo1", "fifo2", "sym1", "sym2", "."} {
+			if err := unix.UtimesNanoAt(unix.AT_FDCWD, filepath.Join(dir, name), mt, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
+	build(a, true)
+	build(b, false)
+	diffs, err := Compare(context.Background(), a, b, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range diffs {
+		got = append(got, d.String())
+	}
+	want := []string{
+		`fifo2: hardlink linked to "fifo1" != not linked to "fifo1"`,
+		`sym2: hardlink linked to "sym1" != not linked to "sym1"`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("differences:\n  %q\nwant\n  %q", got, want)
+	}
+	if diffs, _ := Compare(context.Background(), a, a, CompareOptions{}); len(diffs) > 0 {
+		t.Errorf("a tree differs from itself: %v", diffs)
+	}
+}

@@ -11,7 +11,7 @@ type Kind uint8
 // The kinds of entry a file list carries. The numeric values are part of the
 // wire format (transfer encodes Kind as one byte) and must not change.
 const (
-	KindFile    Kind = 1 // regular file (or, with LinkTo set, a hardlink to one)
+	KindFile    Kind = 1 // regular file
 	KindDir     Kind = 2 // directory
 	KindSymlink Kind = 3 // symbolic link; LinkTarget holds its target
 	KindFifo    Kind = 4 // named pipe
@@ -61,9 +61,11 @@ type Entry struct {
 	MtimeNs int64
 	// LinkTarget is a symlink's target, exactly as stored (not resolved).
 	LinkTarget string
-	// LinkTo, when not empty, makes this regular file a hardlink to the
-	// earlier entry with that Path (the group's leader, which carries the
-	// data). Only KindFile entries have it.
+	// LinkTo, when not empty, makes this entry a hardlink to the earlier
+	// entry with that Path (the group's leader, of the same Kind, which
+	// carries the data and the extended metadata). Any kind but KindDir
+	// may have it; a symlink follower keeps its LinkTarget and a device
+	// follower its Rdev, both the leader's.
 	LinkTo string
 	// Rdev is a device node's device number (Linux encoding); 0 otherwise.
 	Rdev uint64

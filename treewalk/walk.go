@@ -164,11 +164,6 @@ func (w *walker) add(p string, st *unix.Stat_t, dirfd int) error {
 	case unix.S_IFREG:
 		e.Kind = KindFile
 		e.Size = st.Size
-		if st.Nlink > 1 {
-			if leader, ok := w.links[devIno{st.Dev, st.Ino}]; ok {
-				e.LinkTo = leader
-			}
-		}
 	case unix.S_IFDIR:
 		e.Kind = KindDir
 	case unix.S_IFLNK:
@@ -189,9 +184,19 @@ func (w *walker) add(p string, st *unix.Stat_t, dirfd int) error {
 	default: // sockets and anything unknown
 		return nil
 	}
+	// Every kind but a directory can be hardlinked (rsync -H links
+	// devices, fifos and symlinks too).
+	linked := e.Kind != KindDir && st.Nlink > 1
+	if linked {
+		if leader, ok := w.links[devIno{st.Dev, st.Ino}]; ok {
+			e.LinkTo = leader
+		}
+	}
 	e.Sparse = e.Kind == KindFile && st.Blocks*512 < st.Size
 	switch {
-	case e.LinkTo != "": // its leader carries the inode's xattrs
+	case e.LinkTo != "" && e.Kind == KindFile: // its leader carries the inode's xattrs
+		// (other kinds' followers carry them too: the tar method sends
+		// them as nodes of their own)
 	case dirfd < 0:
 		if err := w.readMeta(&e, w.rootFd, ""); err != nil {
 			return err
@@ -201,7 +206,7 @@ func (w *walker) add(p string, st *unix.Stat_t, dirfd int) error {
 			return err
 		}
 	}
-	if e.Kind == KindFile && e.LinkTo == "" && st.Nlink > 1 {
+	if linked && e.LinkTo == "" {
 		// The group's leader is the first of its paths that is listed:
 		// one that failed above is not, and links to it would dangle.
 		w.links[devIno{st.Dev, st.Ino}] = p

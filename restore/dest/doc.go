@@ -19,8 +19,10 @@
 //     in its directory (".restoresync-<hash>.tmp"), its metadata is set on
 //     the open descriptor, then it is renamed into place;
 //   - directory modes and mtimes are set after their contents, deepest
-//     first; symlinks, hardlinks, empty files and empty directories are
-//     recreated as such;
+//     first; symlinks, hardlinks (of files, symlinks, fifos and devices),
+//     empty files and empty directories are recreated as such, and a
+//     hardlink group's new name is linked to a member DST holds up to
+//     date instead of being sent;
 //   - extended attributes and POSIX ACLs are set with the rest of the
 //     metadata, in rsync's order but with xattrs after chown (owner, ACLs,
 //     mode, xattrs, mtime: see xattr_linux.go), and files that had holes
@@ -81,7 +83,9 @@
 // cursor and the pass over a file list; plan.go — Plan (mkdir, quick
 // check); item.go — WriteItem, Commit, OpenBasis, split files;
 // signatures.go — basis signatures for deltas; finish.go — Finish
-// (symlinks, special files, hardlinks, directory metadata); delete.go —
+// (symlinks, special files, hardlinks, directory metadata); hardlink.go
+// — hardlink groups, linking a name to a member DST holds up to date
+// (no data sent); delete.go —
 // Delete (--delete); itemize.go — Itemize (--itemize-changes, --dry-run);
 // itemize_way.go — the deletions of a directory in the way of a file;
 // itemize_xattr.go — the 'a' and 'x' letters; escape.go —

@@ -33,22 +33,34 @@ func (w *Writer) settleRoot(entries []treewalk.Entry) error {
 }
 
 // Finish implements transfer.Sink. First, in list order, it creates
-// symlinks, special files (unless NoSpecials, NoDevices) and hardlinks (each under a temporary name, with
-// its metadata, then renamed over whatever is there); then, deepest first,
+// symlinks, special files (unless NoSpecials, NoDevices) and hardlinks of
+// every kind (each under a temporary name, with its metadata, then renamed
+// over whatever is there; a follower is linked to its leader with
+// linkat(2), which links a symlink itself), and links a group's leader
+// that DST does not hold up to date to the follower DST already holds up
+// to date (see upToDateMember: a file's data is not sent); then, deepest first,
 // it removes stale temporary files from each directory and sets the
 // directory's owner, mode and mtime, so that writing the children cannot
 // disturb them afterwards.
 func (w *Writer) Finish(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
+	groups := linkGroups(entries)
 	errs, err := w.pass(ctx, entries, func(cur *dirCursor, _ int, e *treewalk.Entry) error {
 		switch {
-		case e.Kind == treewalk.KindSymlink:
-			return w.symlink(cur, e)
 		case e.Kind == treewalk.KindFifo && w.opts.NoSpecials,
 			(e.Kind == treewalk.KindCharDev || e.Kind == treewalk.KindBlkDev) && w.opts.NoDevices:
-		case e.Kind == treewalk.KindFifo || e.Kind == treewalk.KindCharDev || e.Kind == treewalk.KindBlkDev:
-			return w.special(cur, e)
 		case e.IsHardlink():
 			return w.hardlink(cur, e)
+		case e.Kind == treewalk.KindDir:
+		default:
+			if linked, err := w.linkLeader(cur, e, groups[e.Path]); linked || err != nil {
+				return err
+			}
+			switch e.Kind {
+			case treewalk.KindSymlink:
+				return w.symlink(cur, e)
+			case treewalk.KindFifo, treewalk.KindCharDev, treewalk.KindBlkDev:
+				return w.special(cur, e)
+			}
 		}
 		return nil
 	})
@@ -77,13 +89,8 @@ func (w *Writer) symlink(cur *dirCursor, e *treewalk.Entry) error {
 		return err
 	}
 	uid, gid, _ := w.policy.Resolve(e)
-	if st, err := lstatAt(dirfd, base); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK && st.Mtim.Nano() == e.MtimeNs &&
-		(!w.chown || (int(st.Uid) == uid && int(st.Gid) == gid)) {
-		if target, err := treewalk.ReadlinkAt(dirfd, base); err == nil && target == e.LinkTarget {
-			if ok, _ := w.xattrsMatch(pathTarget(dirfd, base), e); ok {
-				return nil // up to date
-			}
-		}
+	if st, err := lstatAt(dirfd, base); err == nil && w.nodeUpToDate(dirfd, base, &st, e) {
+		return nil
 	}
 	tmp := tempName(base)
 	unix.Unlinkat(dirfd, tmp, 0)
@@ -138,11 +145,8 @@ func (w *Writer) special(cur *dirCursor, e *treewalk.Entry) error {
 	if typ != unix.S_IFIFO && !w.chown {
 		return errors.New("device files can only be created by root")
 	}
-	if st, err := lstatAt(dirfd, base); err == nil && st.Mode&unix.S_IFMT == typ && uint64(st.Rdev) == e.Rdev &&
-		st.Mode&07777 == mode && st.Mtim.Nano() == e.MtimeNs && (!w.chown || (int(st.Uid) == uid && int(st.Gid) == gid)) {
-		if ok, _ := w.xattrsMatch(pathTarget(dirfd, base), e); ok {
-			return nil
-		}
+	if st, err := lstatAt(dirfd, base); err == nil && w.nodeUpToDate(dirfd, base, &st, e) {
+		return nil
 	}
 	tmp := tempName(base)
 	unix.Unlinkat(dirfd, tmp, 0)
@@ -162,8 +166,8 @@ func (w *Writer) hardlink(cur *dirCursor, e *treewalk.Entry) error {
 	if err != nil {
 		return fmt.Errorf("hardlink to %s: %w", e.LinkTo, err)
 	}
-	if lst.Mode&unix.S_IFMT != unix.S_IFREG {
-		return fmt.Errorf("hardlink to %s: not a regular file", e.LinkTo)
+	if lst.Mode&unix.S_IFMT != kindMode(e.Kind) {
+		return fmt.Errorf("hardlink to %s: not a %s", e.LinkTo, e.Kind)
 	}
 	dirfd, base, err := cur.parent(e.Path)
 	if err != nil {
@@ -172,16 +176,7 @@ func (w *Writer) hardlink(cur *dirCursor, e *treewalk.Entry) error {
 	if st, err := lstatAt(dirfd, base); err == nil && st.Dev == lst.Dev && st.Ino == lst.Ino {
 		return nil // already linked
 	}
-	tmp := tempName(base)
-	unix.Unlinkat(dirfd, tmp, 0)
-	if err := unix.Linkat(ldir, lbase, dirfd, tmp, 0); err != nil {
-		return fmt.Errorf("hardlink to %s: %w", e.LinkTo, err)
-	}
-	if err := w.renameReplacing(dirfd, tmp, base); err != nil {
-		unix.Unlinkat(dirfd, tmp, 0)
-		return err
-	}
-	return nil
+	return w.linkInto(ldir, lbase, dirfd, base, e.LinkTo)
 }
 
 // finishDir sweeps stale temporary files out of the directory e and sets

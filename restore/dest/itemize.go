@@ -17,7 +17,13 @@ import (
 // them on a new entry): first, with del, the deletions ("*deleting
 // NAME", as Delete would make them), then the entries in list order.
 // Directories' names end in "/", the root is "./", symlinks add
-// " -> TARGET" and hardlinks " => LEADER". A hardlink follower is listed
+// " -> TARGET" and hardlinks of every kind " => LEADER" ("hL", "hS", "hD"
+// for symlinks, fifos and devices, as "hf" for files). A leader DST
+// lacks, or holds out of date, is listed "hf... LEADER => MEMBER" ("hL",
+// "hS", "hD" likewise) when a follower of its group, MEMBER, is up to
+// date on DST (a file by the quick check: it is linked to it, no data is
+// sent), and MEMBER then has no line of its own unless its mode or owner
+// differ. A hardlink follower is listed
 // as rsync -H lists it (rsync's hlink.c, maybe_hard_link): "hf" and its
 // own changed attributes (spaces when none) with " => LEADER" when it
 // will be (re)linked, that is when DST's name is not already a link to
@@ -45,22 +51,29 @@ func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool
 		}
 	}
 	// resent: the leaders of hardlink groups, true once their line says
-	// that their data is sent (a new inode on DST).
+	// that they get a new inode on DST (a file's data is sent, another
+	// kind is made again).
 	resent := map[string]bool{}
 	var changes []string // the entries' lines, after all deletions
-	for i := range entries {
-		if entries[i].IsHardlink() {
-			resent[entries[i].LinkTo] = false
-		}
+	groups := linkGroups(entries)
+	for leader := range groups {
+		resent[leader] = false
 	}
+	// via: a leader DST lacks (or holds out of date) that will be linked
+	// to a follower DST holds up to date, which is then itemized as the
+	// source of the link, as rsync -H does.
+	via := map[string]string{}
 	errs, err := w.pass(ctx, entries, func(cur *dirCursor, _ int, e *treewalk.Entry) error {
 		way, err := w.inTheWay(cur, e)
 		if err != nil {
 			return err // the restore would fail on e: no line
 		}
 		lines = append(lines, way...) // with the deletions, as rsync lists them
-		l := w.itemize(cur, e, resent)
-		if _, leader := resent[e.Path]; leader && strings.HasPrefix(l, ">") {
+		l := w.itemizeLinked(cur, e, groups, via)
+		if l == "-" {
+			l = w.itemize(cur, e, resent, via)
+		}
+		if _, leader := resent[e.Path]; leader && via[e.Path] == "" && l != "" && (l[0] == '>' || e.Kind != treewalk.KindFile) {
 			resent[e.Path] = true
 		}
 		if l != "" {
@@ -74,22 +87,68 @@ func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool
 	return append(lines, changes...), errs, nil
 }
 
+// itemizeLinked returns the line of a hardlink leader that will be linked
+// to a follower DST holds up to date (recorded in via), "" for that
+// follower when its attributes match, or "-" when e is neither (itemize
+// says).
+func (w *Writer) itemizeLinked(cur *dirCursor, e *treewalk.Entry, groups map[string][]string, via map[string]string) string {
+	typ := itemType(e.Kind)
+	switch {
+	case e.Kind != treewalk.KindDir && !e.IsHardlink() && len(groups[e.Path]) > 0:
+		st, dirfd, base, ok := w.itemStat(cur, e)
+		if ok && w.holds(dirfd, base, &st, e) {
+			return "-"
+		}
+		m, mst, found := w.upToDateMember(e, groups[e.Path])
+		if !found {
+			return "-"
+		}
+		via[e.Path] = m
+		if !ok || st.Mode&unix.S_IFMT != kindMode(e.Kind) {
+			return "h" + string(typ) + "+++++++++ " + e.Path + " => " + m
+		}
+		flags := w.attrFlags(&mst, dirfd, base, e, typ)
+		flags[0] = 'h'
+		if string(flags[2:]) == "........." {
+			copy(flags[2:], "         ")
+		}
+		return string(flags) + " " + e.Path + " => " + m
+	case e.IsHardlink() && via[e.LinkTo] == e.Path:
+		st, dirfd, base, ok := w.itemStat(cur, e)
+		if !ok {
+			return "-"
+		}
+		flags := w.attrFlags(&st, dirfd, base, e, typ)
+		if string(flags[2:]) == "........." {
+			return ""
+		}
+		return string(flags) + " " + e.Path
+	}
+	return "-"
+}
+
+// itemType is rsync's itemize letter for a kind: f, d, L, D, S.
+func itemType(k treewalk.Kind) byte {
+	return map[treewalk.Kind]byte{treewalk.KindFile: 'f', treewalk.KindDir: 'd', treewalk.KindSymlink: 'L',
+		treewalk.KindCharDev: 'D', treewalk.KindBlkDev: 'D', treewalk.KindFifo: 'S'}[k]
+}
+
 // itemize returns e's change line, or "" when DST has it as it is.
-// resent says which hardlink leaders have their data sent.
-func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry, resent map[string]bool) string {
+// resent says which hardlink leaders have their data sent; via, which
+// leaders are linked to the inode of which follower.
+func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry, resent map[string]bool, via map[string]string) string {
 	name := e.Path
 	switch {
 	case e.Path == ".":
 		name = "./"
 	case e.Kind == treewalk.KindDir:
 		name += "/"
+	case e.IsHardlink(): // rsync names the leader, not a symlink's target
+		name += " => " + e.LinkTo
 	case e.Kind == treewalk.KindSymlink:
 		name += " -> " + e.LinkTarget
-	case e.IsHardlink():
-		name += " => " + e.LinkTo
 	}
-	typ := map[treewalk.Kind]byte{treewalk.KindFile: 'f', treewalk.KindDir: 'd', treewalk.KindSymlink: 'L',
-		treewalk.KindCharDev: 'D', treewalk.KindBlkDev: 'D', treewalk.KindFifo: 'S'}[e.Kind]
+	typ := itemType(e.Kind)
 	st, dirfd, base, ok := w.itemStat(cur, e)
 	if e.Path == "." && w.created {
 		ok = false // made by this run (0700 until Finish): new, as rsync says
@@ -107,7 +166,10 @@ func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry, resent map[string]bo
 	flags := w.attrFlags(&st, dirfd, base, e, typ)
 	if e.IsHardlink() {
 		flags[0] = 'h'
-		lst, err := w.leaderStat(e)
+		lst, err := w.leaderStat(e.LinkTo)
+		if m := via[e.LinkTo]; m != "" {
+			lst, err = w.leaderStat(m) // the inode the leader will be linked to
+		}
 		linked := err == nil && lst.Dev == st.Dev && lst.Ino == st.Ino
 		changed := string(flags[2:]) != "........."
 		switch {
@@ -211,9 +273,9 @@ func (w *Writer) itemStat(cur *dirCursor, e *treewalk.Entry) (st unix.Stat_t, di
 	return st, dirfd, base, err == nil
 }
 
-// leaderStat lstats the leader of hardlink e on DST.
-func (w *Writer) leaderStat(e *treewalk.Entry) (unix.Stat_t, error) {
-	ldir, lbase, err := w.parent(e.LinkTo)
+// leaderStat lstats rel, the leader of a hardlink, on DST.
+func (w *Writer) leaderStat(rel string) (unix.Stat_t, error) {
+	ldir, lbase, err := w.parent(rel)
 	if err != nil {
 		return unix.Stat_t{}, err
 	}

@@ -24,12 +24,13 @@ func (w *Writer) Plan(ctx context.Context, entries []treewalk.Entry) (transfer.P
 		res.Errors = append(res.Errors, &treewalk.PathError{Path: ".", Err: err})
 	}
 	var bases []basisFile
+	groups := linkGroups(entries)
 	errs, err := w.pass(ctx, entries, func(cur *dirCursor, i int, e *treewalk.Entry) error {
 		switch {
 		case e.Kind == treewalk.KindDir && e.Path != ".":
 			return w.mkdir(cur, e)
 		case e.HasData():
-			need, basisSize, err := w.check(cur, e)
+			need, basisSize, err := w.check(cur, e, groups[e.Path])
 			if need && err == nil {
 				res.Need = append(res.Need, i)
 				if basisSize > 0 && e.Size > 0 && w.opts.Delta {
@@ -70,20 +71,26 @@ func (w *Writer) mkdir(cur *dirCursor, e *treewalk.Entry) error {
 	return unix.Mkdirat(dirfd, base, 0o700)
 }
 
-// check is the quick check of one regular file; it reports whether the file
-// must be sent, the size of the regular file DST holds there (0 if none),
-// and, for a large one, prepares its temporary file.
-func (w *Writer) check(cur *dirCursor, e *treewalk.Entry) (need bool, basisSize int64, err error) {
+// check is the quick check of one regular file, the leader of the
+// hardlink group of followers when there are any; it reports whether the
+// file must be sent, the size of the regular file DST holds there (0 if
+// none), and, for a large one, prepares its temporary file. A leader
+// whose follower DST already holds up to date is not sent: Finish links
+// it to that follower.
+func (w *Writer) check(cur *dirCursor, e *treewalk.Entry, followers []string) (need bool, basisSize int64, err error) {
 	dirfd, base, err := cur.parent(e.Path)
 	if err != nil {
 		return false, 0, err
 	}
 	st, err := lstatAt(dirfd, base)
-	if err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == e.Size && st.Mtim.Nano() == e.MtimeNs {
+	if err == nil && quickMatch(&st, e) {
 		return false, 0, w.fixMeta(dirfd, base, &st, e)
 	}
 	if err != nil && err != unix.ENOENT {
 		return false, 0, err
+	}
+	if m, mst, ok := w.upToDateMember(e, followers); ok {
+		return false, 0, w.fixMember(m, &mst, e)
 	}
 	if err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
 		basisSize = st.Size
