@@ -77,7 +77,7 @@ same checks: 'restoresync restore backup.tar.gz /home/alice'.`,
   restoresync restore -e 'ssh -J bastion' backup:/snap/alice /home/alice
   # from a 'restoresync serve --listen' endpoint, 8 streams, lz4
   restoresync restore -j 8 --compress lz4 ssh://restore@10.0.0.5:2222/alice /home/alice
-  # two things of an account, each under its name: /home/alice/wp-config.php, /home/alice/mail
+  # two things of an account, each under its name in DST: /home/alice/restored/wp-config.php, /home/alice/restored/mail
   restoresync restore backup:/snap/alice/public_html/wp-config.php backup:/snap/alice/mail /home/alice/restored
   # keep the path after /./: /home/alice/public_html/wp-content/uploads
   restoresync restore -R backup:/snap/alice/./public_html/wp-content/uploads /home/alice
