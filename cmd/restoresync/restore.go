@@ -231,9 +231,30 @@ func restoreEndError(ctx context.Context, rep *restore.Report, err error) error 
 		if placed {
 			hint = "files already restored are in place; " + hint
 		}
-		return fmt.Errorf("%w\n(%s)", err, hint)
+		return &hintError{err: err, hint: hint}
 	}
 	return err
+}
+
+// hintError is an error with advice on what to do next, kept apart from
+// what failed: stderr shows both ("ERR\n(HINT)"), --json has them in its
+// "error" and "hint" fields.
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (e *hintError) Error() string { return e.err.Error() + "\n(" + e.hint + ")" }
+func (e *hintError) Unwrap() error { return e.err }
+
+// errorAndHint splits err into what failed and the hint after it ("" for
+// none).
+func errorAndHint(err error) (msg, hint string) {
+	var he *hintError
+	if errors.As(err, &he) && he == err {
+		return he.err.Error(), he.hint
+	}
+	return err.Error(), ""
 }
 
 // jsonReport is the --json object: the report, plus how the run ended.
@@ -244,6 +265,9 @@ type jsonReport struct {
 	// Error is the message of a run that did not complete ("" when it did):
 	// what ended it, or how many files failed.
 	Error string `json:"error,omitempty"`
+	// Hint is what to do next, when there is advice ("rerun the same
+	// command to complete the restore"); never part of Error.
+	Hint string `json:"hint,omitempty"`
 }
 
 // newJSONReport returns the report of a run that ended with err (nil for a
@@ -258,7 +282,7 @@ func newJSONReport(ctx context.Context, rep *restore.Report, err error) jsonRepo
 	jr := jsonReport{Report: rep}
 	if err != nil {
 		jr.ExitCode = exitCode(ctx, err)
-		jr.Error = err.Error()
+		jr.Error, jr.Hint = errorAndHint(err)
 	}
 	return jr
 }
