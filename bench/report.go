@@ -374,9 +374,8 @@ func (r Row) MarshalJSON() ([]byte, error) {
 	j := rowJSON{
 		Tool: r.Tool, Method: r.Method, Codec: r.Codec, Phase: r.Phase,
 		WallSeconds: r.WallSeconds, MedianWallSeconds: applies(r.MedianWallSeconds),
-		MinWallSeconds: applies(r.MinWallSeconds), MaxWallSeconds: applies(r.MaxWallSeconds),
-		WallSpreadPercent: applies(r.WallSpreadPercent),
-		PayloadBytes:      r.PayloadBytes, MiBPerSecond: applies(r.MiBPerSecond),
+		MinWallSeconds: applies(r.MinWallSeconds), MaxWallSeconds: applies(r.MaxWallSeconds), WallSpreadPercent: applies(r.WallSpreadPercent),
+		PayloadBytes: r.PayloadBytes, MiBPerSecond: applies(r.MiBPerSecond),
 		WireBytes: applies(r.WireBytes), CompressionRatio: applies(r.CompressionRatio),
 		ClientCPUSeconds: applies(r.ClientCPUSeconds), VsRsync: applies(r.VsRsync),
 		Verified: r.Verified, Error: r.Error,
