@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -68,7 +69,8 @@ func (res *Results) wideSpreadNote() string {
 // series' mean wall time so far (the mean of all series for one not yet
 // run) times its runs left, scaled by the elapsed time over the wall time
 // measured (which adds what is not timed: verification, cleaning up). ok
-// is false before the first run is measured. Failed series run no more.
+// is false before the first run is measured. The ETA is in whole seconds,
+// rounded up. Failed series run no more.
 func benchETA(all []*series, runs int, elapsed time.Duration) (time.Duration, bool) {
 	var measured float64
 	var n int
@@ -98,5 +100,6 @@ func benchETA(all []*series, runs int, elapsed time.Duration) (time.Duration, bo
 		left += each * float64(max(runs-len(s.walls), 0))
 	}
 	scale := max(elapsed.Seconds()/measured, 1)
-	return time.Duration(left * scale * float64(time.Second)).Round(time.Second), true
+	// Whole seconds, rounded up: a run left is never "0s" away.
+	return time.Duration(math.Ceil(left*scale-1e-9)) * time.Second, true
 }
