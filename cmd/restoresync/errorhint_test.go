@@ -57,3 +57,19 @@ func TestJSONHintApartFromError(t *testing.T) {
 		t.Errorf("stderr says %q, want %q", err, want)
 	}
 }
+
+// An interrupted run says so in --json's error, and the rerun advice in
+// its hint; stderr keeps the one line.
+func TestJSONHintInterrupted(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	rep := &restore.Report{Files: 1, Bytes: 1}
+	err := restoreEndError(cancelled, rep, fmt.Errorf("stream 2: %w", context.Canceled))
+	jr := newJSONReport(cancelled, rep, err)
+	if jr.Error != "interrupted by signal" || jr.Hint != "rerun the same command to complete the restore" || jr.ExitCode != exitSignal {
+		t.Errorf("--json: error %q, hint %q, exit %d", jr.Error, jr.Hint, jr.ExitCode)
+	}
+	if err.Error() != "interrupted by signal; rerun the same command to complete the restore" {
+		t.Errorf("stderr says %q", err)
+	}
+}

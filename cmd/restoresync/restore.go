@@ -223,11 +223,11 @@ func restoreEndError(ctx context.Context, rep *restore.Report, err error) error 
 	}
 	c := exitCode(ctx, err)
 	if c == exitSignal {
-		return &exitError{exitSignal, errors.New(interruptedMessage)}
+		return &exitError{exitSignal, &hintError{err: errors.New(interruptedError), hint: rerunHint, sep: "; "}}
 	}
 	placed := rep.Bytes+int64(rep.Skipped) > 0
 	if (c == exitProtocol || c == exitSSH || c == exitTimeout) && (placed || errors.Is(err, transport.ErrRemoteExited)) {
-		hint := "rerun the same command to complete the restore"
+		hint := rerunHint
 		if placed {
 			hint = "files already restored are in place; " + hint
 		}
@@ -237,21 +237,27 @@ func restoreEndError(ctx context.Context, rep *restore.Report, err error) error 
 }
 
 // hintError is an error with advice on what to do next, kept apart from
-// what failed: stderr shows both ("ERR\n(HINT)"), --json has them in its
-// "error" and "hint" fields.
+// what failed: stderr shows both ("ERR\n(HINT)", or ERR, sep, HINT when
+// sep is set), --json has them in its "error" and "hint" fields.
 type hintError struct {
-	err  error
-	hint string
+	err       error
+	hint, sep string
 }
 
-func (e *hintError) Error() string { return e.err.Error() + "\n(" + e.hint + ")" }
+func (e *hintError) Error() string {
+	if e.sep != "" {
+		return e.err.Error() + e.sep + e.hint
+	}
+	return e.err.Error() + "\n(" + e.hint + ")"
+}
+
 func (e *hintError) Unwrap() error { return e.err }
 
 // errorAndHint splits err into what failed and the hint after it ("" for
-// none).
+// none) when a hintError says all of err's message.
 func errorAndHint(err error) (msg, hint string) {
 	var he *hintError
-	if errors.As(err, &he) && he == err {
+	if errors.As(err, &he) && he.Error() == err.Error() {
 		return he.err.Error(), he.hint
 	}
 	return err.Error(), ""
