@@ -30,9 +30,10 @@
 //	                                // mkdirs, files (in parallel), links, metadata
 //	res := Run(ctx, o)              // probe, e.plan(res): the rows; deltaSource
 //	for each run, for each row:     // interleaved: a slow spell hits no row alone
-//	    e.runOnce(full)             // measure into a fresh dst, then verify
+//	    e.runOnce(full)             // measure into a fresh dst, then verify;
+//	                                // log the run and the overall ETA (benchETA)
 //	    e.runOnce(delta)            // same dst, from the changed copy
-//	s.finish(res); res.setVsRsync() // medians per row
+//	s.finish(res); res.setVsRsync() // medians, min–max and spread per row
 //	WriteResults(w, res, format); WriteChart(w, res)
 //
 // Files: gen.go — GenOptions, GenStats, Generate; profiles.go — the
@@ -48,6 +49,7 @@
 // commands, CPU and RSS, medians; verify.go — checking a result against
 // its source; sshcmd.go — ssh and -e command lines; farside.go — far-side
 // rusage (RunRusage, CollectRusage, MakeFarSetup); report.go — Results,
-// Row, WriteResults; chart.go — WriteChart (SVG); chart_png.go —
+// Row, WriteResults; spread.go — each row's min–max and spread, the wide
+// spread's note (WideSpreadPercent), benchETA; chart.go — WriteChart (SVG); chart_png.go —
 // WriteChartPNG; relay.go — Relay.
 package bench

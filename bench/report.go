@@ -67,6 +67,14 @@ type Row struct {
 	WallSeconds []float64 `json:"wall_seconds"`
 	// MedianWallSeconds is the median of WallSeconds.
 	MedianWallSeconds float64 `json:"median_wall_seconds"`
+	// MinWallSeconds and MaxWallSeconds are the fastest and the slowest of
+	// WallSeconds, in seconds, shown beside the median.
+	MinWallSeconds float64 `json:"min_wall_seconds"`
+	MaxWallSeconds float64 `json:"max_wall_seconds"`
+	// WallSpreadPercent is (MaxWallSeconds − MinWallSeconds) /
+	// MedianWallSeconds in percent; above WideSpreadPercent a note says
+	// that the median may mislead.
+	WallSpreadPercent float64 `json:"wall_spread_percent"`
 	// PayloadBytes is the file data the row moved, in bytes: the whole
 	// tree for full rows, the changed files for delta rows when the tool
 	// says so.
@@ -133,8 +141,11 @@ func (r *Row) Label() string {
 // Formats lists the output formats WriteResults accepts.
 func Formats() []string { return []string{"table", "markdown", "csv", "json"} }
 
-// WriteResults writes res to w in format, one of Formats.
+// WriteResults writes res to w in format, one of Formats. Every format has
+// each row's fastest and slowest run beside its median, and the notes
+// (JSON's "notes" too) say which rows' spread is over WideSpreadPercent.
 func WriteResults(w io.Writer, res *Results, format string) error {
+	res = res.withSpread()
 	var err error
 	switch format {
 	case "table", "":
@@ -146,7 +157,9 @@ func WriteResults(w io.Writer, res *Results, format string) error {
 	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		err = enc.Encode(res)
+		withNotes := *res
+		withNotes.Notes = res.notes()
+		err = enc.Encode(&withNotes)
 	default:
 		return fmt.Errorf("unknown format %q (valid: %s)", format, strings.Join(Formats(), ", "))
 	}
@@ -156,7 +169,7 @@ func WriteResults(w io.Writer, res *Results, format string) error {
 	return nil
 }
 
-var tableHeader = []string{"method", "codec", "jobs", "phase", "median wall s", "MiB/s", "wire MiB", "ratio",
+var tableHeader = []string{"method", "codec", "jobs", "phase", "median wall s", "min–max s", "MiB/s", "wire MiB", "ratio",
 	"client CPU s", "server CPU s", "CPU s/GiB", "client RSS MiB", "server RSS MiB", "vs rsync", "verified"}
 
 // cells formats r's columns for the table and Markdown formats.
@@ -178,6 +191,7 @@ func (r *Row) cells() []string {
 	return []string{
 		r.Method, r.Codec, jobs, r.Phase,
 		blank(r.MedianWallSeconds > 0, fmt.Sprintf("%.2f", r.MedianWallSeconds)),
+		r.rangeCell(),
 		blank(r.MiBPerSecond > 0, fmt.Sprintf("%.1f", r.MiBPerSecond)),
 		blank(r.WireBytes > 0, fmt.Sprintf("%.1f", float64(r.WireBytes)/(1<<20))),
 		blank(r.CompressionRatio > 0, fmt.Sprintf("%.2f", r.CompressionRatio)),
@@ -211,8 +225,8 @@ func (res *Results) summary() string {
 const deltaRowsNote = "delta rows: MiB/s is the size of the files the tool rewrote (whole files, as restoresync's bytes and rsync's 'Total transferred file size' count them, not only the changed bytes) over the median wall time, not the tree's size; ratio is that same size over the wire MiB, so it counts what the delta transfer saved as well as the compression; neither compares with a full row's"
 
 // notes returns res.Notes, followed by the notes on how to read the rows
-// that depend only on the rows (deltaRowsNote), so that results saved
-// before those notes existed get them too.
+// that depend only on the rows (deltaRowsNote, wideSpreadNote), so that
+// results saved before those notes existed get them too.
 func (res *Results) notes() []string {
 	notes := slices.Clone(res.Notes)
 	for _, r := range res.Rows {
@@ -222,6 +236,9 @@ func (res *Results) notes() []string {
 			}
 			break
 		}
+	}
+	if n := res.wideSpreadNote(); n != "" && !slices.Contains(notes, n) {
+		notes = append(notes, n)
 	}
 	return notes
 }
@@ -279,7 +296,8 @@ func writeCSV(w io.Writer, res *Results) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"tool", "method", "codec", "jobs", "phase", "median_wall_seconds", "mib_per_second",
 		"payload_bytes", "wire_bytes", "compression_ratio", "client_cpu_seconds", "vs_rsync", "verified", "error",
-		"server_cpu_seconds", "server_command_cpu_seconds", "cpu_seconds_per_gib", "client_peak_rss_bytes", "server_peak_rss_bytes"})
+		"server_cpu_seconds", "server_command_cpu_seconds", "cpu_seconds_per_gib", "client_peak_rss_bytes", "server_peak_rss_bytes",
+		"min_wall_seconds", "max_wall_seconds", "wall_spread_percent"})
 	// An empty cell is a figure that does not apply or was not measured,
 	// as "-" in the table: a 0 would read as a measurement.
 	f := func(v float64) string {
@@ -303,7 +321,8 @@ func writeCSV(w io.Writer, res *Results) error {
 			f(r.MiBPerSecond), strconv.FormatInt(r.PayloadBytes, 10), n(r.WireBytes),
 			f(r.CompressionRatio), f(r.ClientCPUSeconds), f(r.VsRsync), r.Verified, r.Error,
 			f(r.ServerCPUSeconds), f(r.ServerCommandCPUSeconds), f(r.CPUSecondsPerGiB),
-			n(r.ClientPeakRSSBytes), n(r.ServerPeakRSSBytes)})
+			n(r.ClientPeakRSSBytes), n(r.ServerPeakRSSBytes),
+			f(r.MinWallSeconds), f(r.MaxWallSeconds), f(r.WallSpreadPercent)})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -321,6 +340,9 @@ type rowJSON struct {
 	Phase                   string    `json:"phase"`
 	WallSeconds             []float64 `json:"wall_seconds"`
 	MedianWallSeconds       *float64  `json:"median_wall_seconds"`
+	MinWallSeconds          *float64  `json:"min_wall_seconds"`
+	MaxWallSeconds          *float64  `json:"max_wall_seconds"`
+	WallSpreadPercent       *float64  `json:"wall_spread_percent"`
 	PayloadBytes            int64     `json:"payload_bytes"`
 	MiBPerSecond            *float64  `json:"mib_per_second"`
 	WireBytes               *int64    `json:"wire_bytes"`
@@ -352,6 +374,7 @@ func (r Row) MarshalJSON() ([]byte, error) {
 	j := rowJSON{
 		Tool: r.Tool, Method: r.Method, Codec: r.Codec, Phase: r.Phase,
 		WallSeconds: r.WallSeconds, MedianWallSeconds: applies(r.MedianWallSeconds),
+		MinWallSeconds: applies(r.MinWallSeconds), MaxWallSeconds: applies(r.MaxWallSeconds), WallSpreadPercent: applies(r.WallSpreadPercent),
 		PayloadBytes: r.PayloadBytes, MiBPerSecond: applies(r.MiBPerSecond),
 		WireBytes: applies(r.WireBytes), CompressionRatio: applies(r.CompressionRatio),
 		ClientCPUSeconds: applies(r.ClientCPUSeconds), VsRsync: applies(r.VsRsync),

@@ -139,6 +139,10 @@ type env struct {
 	// deltaRef is the changed copy's summary that remote delta results
 	// are checked against; nil when the agent did not report it.
 	deltaRef *treeSummary
+	// all is every series that runs (the delta ones too), and started
+	// when the timed runs began: the overall ETA in the log.
+	all     []*series
+	started time.Time
 }
 
 // farWords prefixes words (a command to run on the source host) with the
@@ -293,6 +297,13 @@ func Run(ctx context.Context, o RunOptions) (*Results, error) {
 		res.Notes = append(res.Notes, n)
 	}
 
+	for _, s := range rows {
+		e.all = append(e.all, s.series)
+		if s.delta != nil && deltaSrc != "" {
+			e.all = append(e.all, s.delta)
+		}
+	}
+	e.started = time.Now()
 	for run := range o.Runs {
 		for _, s := range rows {
 			if s.failed {
@@ -612,7 +623,17 @@ func (e *env) runOnce(s *series, phase string, run int, src, localSrc, dst strin
 	case far != nil:
 		server = fmt.Sprintf("%.2f", far.CPUSeconds)
 	}
-	fmt.Fprintf(e.opts.Log, "run %d/%d %-28s %6.2f s  CPU s client %.2f server %s  %s\n", run+1, e.opts.Runs, s.row.Label(), m.wall.Seconds(), m.cpu.Seconds(), server, s.verified[len(s.verified)-1])
+	fmt.Fprintf(e.opts.Log, "run %d/%d %-28s %6.2f s  CPU s client %.2f server %s  %s%s\n", run+1, e.opts.Runs, s.row.Label(), m.wall.Seconds(), m.cpu.Seconds(), server, s.verified[len(s.verified)-1], e.etaText())
+}
+
+// etaText is "  (bench ETA 1m20s)", the time the runs left take as
+// benchETA estimates it; "" when nothing is left or nothing measured.
+func (e *env) etaText() string {
+	eta, ok := benchETA(e.all, e.opts.Runs, time.Since(e.started))
+	if !ok || eta <= 0 {
+		return ""
+	}
+	return "  (bench ETA " + eta.String() + ")"
 }
 
 // measure runs s once from src (a path on the source host) into dst and
@@ -693,6 +714,7 @@ func (s *series) finish(res *Results) Row {
 	r := s.row
 	r.WallSeconds = s.walls
 	r.MedianWallSeconds = median(s.walls)
+	r.setSpread()
 	r.ClientCPUSeconds = median(s.cpus)
 	r.ClientPeakRSSBytes = median(s.rsss)
 	r.ServerCommandCPUSeconds = median(s.farCPUs)

@@ -58,10 +58,15 @@ func TestBenchRunLocal(t *testing.T) {
 	chart := filepath.Join(dir, "chart.svg")
 	r := mustRun(t, "bench", "run", "--src", src, "--methods", "raw", "--compress", "none,zstd", "--jobs", "1",
 		"--runs", "1", "--baselines", "rsync", "--chart", chart, "--tmp", dir)
-	for _, want := range []string{"median wall s", "raw ", "rsync -aH", "ok", "their results are compared with the source ignoring xattrs, ACLs and sparseness"} {
+	for _, want := range []string{"median wall s", "min–max s", "raw ", "rsync -aH", "ok", "their results are compared with the source ignoring xattrs, ACLs and sparseness"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, r.stdout)
 		}
+	}
+	// Three rows of one run: the first run's line says how long the two
+	// left take.
+	if first, _, _ := strings.Cut(r.stderr[strings.Index(r.stderr, "run 1/1"):], "\n"); !strings.Contains(first, "(bench ETA ") {
+		t.Errorf("the first run's line has no overall ETA:\n%s", r.stderr)
 	}
 	res := runBenchJSON(t, "--src", src, "--methods", "raw", "--compress", "none", "--jobs", "1", "--runs", "1", "--baselines", "rsync")
 	if len(res.Rows) != 2 || res.PayloadBytes <= 0 || res.Files <= 0 {

@@ -76,6 +76,10 @@ func TestE2EExitCodes(t *testing.T) {
 		if rep.ExitCode != exitFileIO || !strings.Contains(rep.Error, missing) {
 			t.Errorf("--json report of a failed run: exit_code %d, error %q; want %d and the missing path", rep.ExitCode, rep.Error, exitFileIO)
 		}
+		// The path once, then the cause, as the agent found it.
+		if want := "open source " + missing + ": no such file or directory"; !strings.HasSuffix(rep.Error, want) || strings.Count(rep.Error, missing) != 1 {
+			t.Errorf("--json error %q, want it to end with %q and name the path once", rep.Error, want)
+		}
 		if !strings.Contains(rep.MethodReason, "agent answered") {
 			t.Errorf("method_reason %q; the agent answered (with its error)", rep.MethodReason)
 		}

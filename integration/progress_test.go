@@ -35,8 +35,8 @@ func bigFileTree(t *testing.T, size int) string {
 
 // --bwlimit slows a pull over a real sshd across all streams: 5 MiB at
 // 1 MiB/s takes at least 4 s (the bucket starts with a burst of 128 KiB).
-// Off a terminal, progress is plain lines on stderr, and stdout keeps only
-// the --json report.
+// Off a terminal, progress is plain lines on stderr with the payload's and
+// the wire's rates, and stdout keeps only the --json report.
 func TestE2EBwlimitPlainProgress(t *testing.T) {
 	e2e(t)
 	t.Parallel()
@@ -55,7 +55,9 @@ func TestE2EBwlimitPlainProgress(t *testing.T) {
 		t.Errorf("5 MiB at --bwlimit 1M took %v (report: %.2f s), want at least 4 s", elapsed, rep.Seconds)
 	}
 	assertSameTree(t, src, dst)
-	lines := regexp.MustCompile(`(?m)^progress: [0-9.]+ MiB of 5\.0 MiB \([0-9]+%\), [0-9.]+ MiB/s, (ETA \S+, )?[0-9]/1 files, [0-9]+ streams?$`).FindAllString(r.stderr, -1)
+	// Each line shows the payload's rate and the wire's, which --bwlimit
+	// limits.
+	lines := regexp.MustCompile(`(?m)^progress: [0-9.]+ MiB of 5\.0 MiB \([0-9]+%\), [0-9.]+ MiB/s payload, [0-9.]+ MiB/s wire, (ETA \S+, )?[0-9]/1 files, [0-9]+ streams?$`).FindAllString(r.stderr, -1)
 	if len(lines) == 0 {
 		t.Errorf("no plain progress line on stderr:\n%s", r)
 	}

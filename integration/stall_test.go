@@ -301,6 +301,10 @@ func TestE2EAgentKilled(t *testing.T) {
 			if rep.Bytes > 0 && !strings.Contains(r.stderr, "rerun the same command") {
 				t.Errorf("files were restored before the agent died, but no rerun hint:\n%s", r)
 			}
+			// --json keeps the advice apart from what failed.
+			if !strings.Contains(rep.Hint, "rerun the same command") || strings.Contains(rep.Error, "rerun") {
+				t.Errorf("--json: error %q, hint %q; want the rerun advice in hint only", rep.Error, rep.Hint)
+			}
 			t.Logf("exit %d: %s", r.code, strings.TrimSpace(r.stderr))
 			assertPlacedSame(t, src, dst)
 			if !tc.push { // a killed receiver cannot remove its temporary files: the rerun does

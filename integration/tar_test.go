@@ -84,5 +84,12 @@ func TestE2ETarAgentless(t *testing.T) {
 		if !strings.Contains(r.stderr, "/nonexistent/tree") {
 			t.Errorf("the message does not name the missing path:\n%s", r)
 		}
+		// --json's error says what failed, without the shell script that
+		// ran on the remote.
+		r = runBin(t, append(append(args[:1:1], append([]string{"--json"}, args[1:]...)...), sshdURL(srv, "/nonexistent/tree"), dst)...)
+		rep := parseReport(t, r)
+		if !strings.Contains(rep.Error, "/nonexistent/tree") || strings.Contains(rep.Error, "command -v") {
+			t.Errorf("--json error %q: want the missing path, not the remote script", rep.Error)
+		}
 	})
 }

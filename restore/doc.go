@@ -106,5 +106,6 @@
 // NewSink, a push's receiver, and the WriterOptions ↔ transfer.ReceiverOptions
 // conversions; tar_extract.go — the dest.Extractor of the tar method's
 // three sources; progress.go —
-// Progress and the observer; report.go — Report, FileError, Summary.
+// Progress, WireProgress and the observer; report.go — Report, FileError,
+// Summary.
 package restore

@@ -30,6 +30,16 @@ type Progress interface {
 	Streams(n int)
 }
 
+// WireProgress is a Progress that also shows what crosses the network,
+// the bytes --bwlimit counts (frames, file list and handshakes included,
+// both directions; compression makes them fewer than the payload). Run
+// calls Wire once, before Start, on a raw restore with a remote side;
+// total returns the bytes so far and is safe for concurrent use.
+type WireProgress interface {
+	Progress
+	Wire(total func() int64)
+}
+
 // File actions in per-file log records (the "action" attribute).
 const (
 	// ActionWrite: the file's data was sent whole and written.
@@ -59,6 +69,16 @@ func (ob *observer) start(files int, bytes int64) {
 func (ob *observer) add(files int, bytes int64) {
 	if ob != nil && ob.p != nil {
 		ob.p.Add(files, bytes)
+	}
+}
+
+// wire hands total (the wire bytes so far) to a WireProgress.
+func (ob *observer) wire(total func() int64) {
+	if ob == nil || ob.p == nil {
+		return
+	}
+	if wp, ok := ob.p.(WireProgress); ok {
+		wp.Wire(total)
 	}
 }
 

@@ -159,6 +159,9 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 	for _, i := range plan.Need {
 		needBytes += entries[i].Size
 	}
+	if _, local := s.(*localSession); !local {
+		ob.wire(s.wireBytes)
+	}
 	ob.start(len(plan.Need), needBytes)
 
 	batches := makeBatches(entries, plan.Need, plan.Signatures, o.Writer.BlockSizeBytes)

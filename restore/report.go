@@ -102,7 +102,8 @@ func (r *Report) addError(path string, err error) {
 }
 
 // Summary returns the one-line human summary: counts, payload and wire
-// bytes in MB (10^6 bytes), seconds and MB/s of payload.
+// bytes in MB (10^6 bytes), seconds, and the MB/s of the payload and of
+// the wire (what --bwlimit limits).
 func (r *Report) Summary() string {
 	if r.DryRun {
 		del, other := dest.ItemizedChanges(r.Changes)
@@ -113,13 +114,14 @@ func (r *Report) Summary() string {
 		}
 		return s
 	}
-	rate := 0.0
+	rate, wireRate := 0.0, 0.0
 	if r.Seconds > 0 {
 		rate = float64(r.Bytes) / 1e6 / r.Seconds
+		wireRate = float64(r.WireBytes) / 1e6 / r.Seconds
 	}
-	s := fmt.Sprintf("restored %s (%d up to date), %s, %s, %s: %.1f MB payload, %.1f MB on the wire, %.2f s, %.1f MB/s [%s, %s, %s]",
+	s := fmt.Sprintf("restored %s (%d up to date), %s, %s, %s: %.1f MB payload, %.1f MB on the wire, %.2f s, %.1f MB/s payload, %.1f MB/s on the wire [%s, %s, %s]",
 		count(r.Files, "file"), r.Skipped, count(r.Dirs, "dir"), count(r.Symlinks, "symlink"), count(r.Hardlinks, "hardlink"),
-		float64(r.Bytes)/1e6, float64(r.WireBytes)/1e6, r.Seconds, rate, r.Method, r.Compression, count(r.Jobs, "job"))
+		float64(r.Bytes)/1e6, float64(r.WireBytes)/1e6, r.Seconds, rate, wireRate, r.Method, r.Compression, count(r.Jobs, "job"))
 	if r.Deleted > 0 {
 		s += fmt.Sprintf("; %d deleted", r.Deleted)
 	}

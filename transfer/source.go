@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -96,18 +97,18 @@ func OpenSelection(sel Selection, open func(base string) (*os.Root, error)) (*Lo
 				}
 			}
 			if err != nil && r.Rel != "." && len(sel.Roots) > 1 {
-				s.failed = append(s.failed, &treewalk.PathError{Path: r.Rel, Err: fmt.Errorf("open %s: %w", r.Base, err)})
+				s.failed = append(s.failed, &treewalk.PathError{Path: r.Rel, Err: fmt.Errorf("open %s: %w", r.Base, pathErrorCause(r.Base, err))})
 				continue
 			}
 			if err != nil {
 				s.Close()
-				return nil, fmt.Errorf("open source %s: %w", r.Base, err)
+				return nil, sourceError(r.Base, err)
 			}
 			d, err := root.Open(".")
 			if err != nil {
 				root.Close()
 				s.Close()
-				return nil, fmt.Errorf("open source %s: %w", r.Base, err)
+				return nil, sourceError(r.Base, err)
 			}
 			i = len(s.bases)
 			baseIdx[r.Base] = i
@@ -128,6 +129,24 @@ func OpenSelection(sel Selection, open func(base string) (*os.Root, error)) (*Lo
 	}
 	s.root, s.dir = s.bases[0], s.dirs[0]
 	return s, nil
+}
+
+// sourceError is the error of a source base that cannot be opened, said
+// once: "open source /snap/x: no such file or directory", not the path and
+// the operation twice as an *fs.PathError about base would add them.
+// errors.Is still sees the cause (fs.ErrNotExist).
+func sourceError(base string, err error) error {
+	return fmt.Errorf("open source %s: %w", base, pathErrorCause(base, err))
+}
+
+// pathErrorCause returns the cause of err when err is an *fs.PathError
+// about path itself (what the caller's message already names), else err.
+func pathErrorCause(path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path && err == error(pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // somePartExists returns nil when at least one part can be looked up

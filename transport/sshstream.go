@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,11 +72,11 @@ func (s *sshStream) endError() error {
 		if ee.Signal() != "" {
 			how = "signal " + ee.Signal()
 		}
-		return fmt.Errorf("%w: %s: remote command %q exited with %s%s", ErrRemoteExited, s.display, s.command, how, StderrSuffix(s.Stderr()))
+		return fmt.Errorf("%w: %s: remote %s exited with %s%s", ErrRemoteExited, s.display, commandName(s.command), how, StderrSuffix(s.Stderr()))
 	case errors.As(s.waitErr, &me):
 		return fmt.Errorf("%w: %s: connection closed before the remote command exited%s", ErrConnect, s.display, StderrSuffix(s.Stderr()))
 	default:
-		return fmt.Errorf("%s: remote command %q: %w", s.display, s.command, s.waitErr)
+		return fmt.Errorf("%s: remote %s: %w", s.display, commandName(s.command), s.waitErr)
 	}
 }
 
@@ -131,7 +132,7 @@ func (s *sshStream) exitedError() error {
 	}
 	err := s.endError()
 	if err == io.EOF {
-		err = fmt.Errorf("%w: %s: remote command %q exited with status 0 before reading all that was sent%s", ErrRemoteExited, s.display, s.command, StderrSuffix(s.Stderr()))
+		err = fmt.Errorf("%w: %s: remote %s exited with status 0 before reading all that was sent%s", ErrRemoteExited, s.display, commandName(s.command), StderrSuffix(s.Stderr()))
 	}
 	return err
 }
@@ -209,4 +210,16 @@ func (s *sshStream) keepaliveLoop(interval time.Duration, maxMissed int) {
 			}
 		}()
 	}
+}
+
+// commandName names a remote command in an error: `command "restoresync
+// serve --sender"` when it is one short line, else `shell script (824
+// bytes)`, so that an agent-less script (many lines) does not fill the
+// message that says what failed; the status and stderr say that.
+func commandName(command string) string {
+	const maxQuoted = 80 // bytes: a command line that fits in a message
+	if len(command) <= maxQuoted && !strings.ContainsAny(command, "\n;|") {
+		return "command " + strconv.Quote(command)
+	}
+	return fmt.Sprintf("shell script (%d bytes)", len(command))
 }

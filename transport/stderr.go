@@ -28,12 +28,14 @@ func WithStderr(s Stream, err error) error {
 }
 
 // unsaid returns the lines of stderr that text does not contain, also
-// without the "restoresync: " prefix the agent puts before its errors.
+// without the "restoresync: " or "restoresync serve: " prefix the agent
+// puts before its errors.
 func unsaid(stderr, text string) string {
 	var keep []string
 	for _, l := range strings.Split(stderr, "\n") {
 		l = strings.TrimRight(l, "\r ")
-		if l == "" || strings.Contains(text, l) || strings.Contains(text, strings.TrimPrefix(l, "restoresync: ")) {
+		if l == "" || strings.Contains(text, l) || strings.Contains(text, strings.TrimPrefix(l, "restoresync: ")) ||
+			strings.Contains(text, strings.TrimPrefix(l, "restoresync serve: ")) {
 			continue
 		}
 		keep = append(keep, l)

@@ -190,7 +190,9 @@ func newBenchRunCmd() *cobra.Command {
 		Short: "Time restore methods, codecs and job counts against rsync and tar",
 		Long: `Restore --src into fresh temporary destinations with every combination of
 --methods, --compress and --jobs, and with each --baselines command, --runs
-times each; verify every result and print the medians: wall seconds, MiB/s
+times each; verify every result and print the medians: wall seconds (with
+the fastest and slowest run, and a note when they are more than 25% of the
+median apart), MiB/s
 of payload, MiB on the wire, compression ratio, CPU seconds of the client
 (this host's processes, ssh and tar included) and of the server (the
 commands run on the source host; with --server-pid, its sshd's sessions

@@ -44,6 +44,8 @@ func addConfigFlag(root *cobra.Command) {
 // setting is one effective restore setting and where it came from.
 type setting struct {
 	key, value, source string
+	// account says that the value comes from the [account.NAME] section.
+	account bool
 }
 
 // applyConfig reads the configuration file and sets each restore flag that
@@ -70,7 +72,7 @@ func (o *restoreOptions) applyConfig(f *pflag.FlagSet) ([]setting, error) {
 		v, inFile := values[key]
 		switch {
 		case fl.Changed:
-			out = append(out, setting{key, fl.Value.String(), "flag"})
+			out = append(out, setting{key: key, value: fl.Value.String(), source: "flag"})
 		case inFile:
 			bad := func(msg string) error {
 				return &exitError{exitUsage, &config.Error{File: v.File, Line: v.Line, Key: sectionKey(v, o.ops.account, cf), Msg: msg}}
@@ -85,9 +87,9 @@ func (o *restoreOptions) applyConfig(f *pflag.FlagSet) ([]setting, error) {
 					return nil, bad(msg)
 				}
 			}
-			out = append(out, setting{key, fl.Value.String(), v.Where()})
+			out = append(out, setting{key, fl.Value.String(), v.Where(), sectionKey(v, o.ops.account, cf) != key})
 		default:
-			out = append(out, setting{key, fl.Value.String(), "default"})
+			out = append(out, setting{key: key, value: fl.Value.String(), source: "default"})
 		}
 	}
 	return out, nil
@@ -130,7 +132,9 @@ func newConfigShowCmd() *cobra.Command {
 		Long: `Print each setting the restore command would use with these flags, and where
 it comes from: "default", the configuration file's FILE:LINE, or "flag".
 It takes the restore command's flags, so that a command line can be checked
-before it runs.`,
+before it runs. It ends with the hooks that restore would run: a top-level
+pre_hook or post_hook runs for every restore, with or without --account;
+one in [account.NAME] runs only for that account.`,
 		Example: `  restoresync config show --account alice
   restoresync config show --account alice --jobs 8 --bwlimit 20M`,
 		Args: usageArgs(0),
@@ -141,7 +145,10 @@ before it runs.`,
 				return err
 			}
 			path, _ := config.Find(o.configFile)
-			return printSettings(cmd.OutOrStdout(), path, o.ops.account, settings)
+			if err := printSettings(cmd.OutOrStdout(), path, o.ops.account, settings); err != nil {
+				return err
+			}
+			return printHooks(cmd.OutOrStdout(), o.ops.account, o.opts.DryRun, settings)
 		},
 	}
 	o.addFlags(cmd)
@@ -161,6 +168,47 @@ func printSettings(w io.Writer, path, account string, settings []setting) error 
 		fmt.Fprintf(tw, "%s\t= %s\t# %s\n", s.key, quoteValue(s.value), s.source)
 	}
 	return tw.Flush()
+}
+
+// printHooks says which hooks a restore with these settings runs, and
+// where each comes from: a top-level hook runs for every restore, with or
+// without --account (a one-file restore too), an [account.NAME] one only
+// for that account, so the note after a top-level hook says so. A dry run
+// runs none.
+func printHooks(w io.Writer, account string, dryRun bool, settings []setting) error {
+	var lines []string
+	topLevel := false
+	for _, s := range settings {
+		if (s.key != "pre_hook" && s.key != "post_hook") || s.value == "" {
+			continue
+		}
+		from := s.source
+		switch {
+		case s.source == "flag":
+			from = "command line"
+		case s.account:
+			from = "[account." + account + "], " + s.source
+		default:
+			from = "top level, " + s.source
+			topLevel = true
+		}
+		lines = append(lines, fmt.Sprintf("#   %s: %s  (%s)", strings.TrimSuffix(s.key, "_hook"), s.value, from))
+	}
+	switch {
+	case dryRun:
+		_, err := fmt.Fprintln(w, "# hooks this restore runs: none (a dry run runs no hooks)")
+		return err
+	case len(lines) == 0:
+		_, err := fmt.Fprintln(w, "# hooks this restore runs: none")
+		return err
+	}
+	lines = append([]string{"# hooks this restore runs:"}, lines...)
+	if topLevel {
+		lines = append(lines, "# a top-level hook runs for every restore, with or without --account;",
+			"# put it in [account.NAME] to run it only for that account's restores")
+	}
+	_, err := fmt.Fprintln(w, strings.Join(lines, "\n"))
+	return err
 }
 
 // quoteValue shows empty and spaced values in quotes.

@@ -20,6 +20,8 @@
 // 'config show'; config_check.go — range checks of settings; hooks.go —
 // --pre-hook and --post-hook; logging.go — the log, warnings and
 // per-file errors; progress.go — --progress bar and plain displays;
+// progress_estimate.go — their rates (payload and wire), ETA (a cost per
+// file and per byte fitted to the run) and "stalled Ns";
 // size.go — the byte-size flag type; flags_select.go — --include,
 // --exclude, --files-from, --delete and the like; flags_meta.go — what is
 // preserved (--no-acls, -A, -X...); flags_faults.go — --timeout,

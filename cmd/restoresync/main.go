@@ -42,8 +42,16 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// interruptedMessage is what a run ended by SIGINT or SIGTERM says.
-const interruptedMessage = "interrupted by signal; rerun the same command to complete the restore"
+// interruptedMessage is what a run ended by SIGINT or SIGTERM says:
+// interruptedError, then rerunHint.
+const interruptedMessage = interruptedError + "; " + rerunHint
+
+// interruptedError is what failed in a run ended by SIGINT or SIGTERM, and
+// rerunHint the advice after a run cut short (--json's error and hint).
+const (
+	interruptedError = "interrupted by signal"
+	rerunHint        = "rerun the same command to complete the restore"
+)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

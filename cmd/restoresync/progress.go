@@ -28,19 +28,53 @@ type display interface {
 	stop(ok bool)
 }
 
-// counts are the numbers every display shows. Safe for concurrent use.
+// counts are the numbers every display shows, and the estimator of its
+// rates, ETA and stall. Safe for concurrent use.
 type counts struct {
-	start                 time.Time
 	totalFiles, doneFiles atomic.Int64
 	totalBytes, doneBytes atomic.Int64
 	streams               atomic.Int64
 	started               atomic.Bool
+	wire                  atomic.Pointer[func() int64]
+	now                   func() time.Time // time.Now; a test's clock
+
+	mu  sync.Mutex
+	est estimator
 }
 
 func (c *counts) Start(files int, bytes int64) {
 	c.totalFiles.Store(int64(files))
 	c.totalBytes.Store(bytes)
+	c.mu.Lock()
+	c.est.begin(c.clock())
+	c.mu.Unlock()
 	c.started.Store(true)
+}
+
+// Wire implements restore.WireProgress: total returns the bytes on the
+// network so far, which the display shows as the wire rate beside the
+// payload's (--bwlimit limits the wire's).
+func (c *counts) Wire(total func() int64) { c.wire.Store(&total) }
+
+func (c *counts) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+// rateText samples the counts now and returns the rates and ETA, or the
+// stall, as estimator.rateText says them.
+func (c *counts) rateText() string {
+	s := progressSample{at: c.clock(), files: c.doneFiles.Load(), bytes: c.doneBytes.Load()}
+	w := c.wire.Load()
+	if w != nil {
+		s.wire = (*w)()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.est.observe(s)
+	return c.est.rateText(c.totalFiles.Load(), c.totalBytes.Load(), w != nil)
 }
 
 func (c *counts) Add(files int, bytes int64) {
@@ -92,7 +126,8 @@ func isTerminal(w io.Writer) bool {
 }
 
 // barDisplay is a live bar (vbauerster/mpb): bytes done of total, percent,
-// rate, ETA, then files done of total and active streams. Add only counts;
+// payload and wire rates, ETA (or "stalled Ns"), then files done of total
+// and active streams. Add only counts;
 // a goroutine moves the bar to the counts at mpb's refresh rate.
 type barDisplay struct {
 	counts
@@ -105,7 +140,7 @@ type barDisplay struct {
 }
 
 func newBarDisplay(w io.Writer) *barDisplay {
-	return &barDisplay{w: w, counts: counts{start: time.Now()}}
+	return &barDisplay{w: w}
 }
 
 func (d *barDisplay) Start(files int, bytes int64) {
@@ -119,11 +154,11 @@ func (d *barDisplay) Start(files int, bytes int64) {
 	extra := decor.Any(func(decor.Statistics) string {
 		return d.filesText() + ", " + d.streamsText()
 	}, decor.WCSyncSpaceR)
+	rates := decor.Any(func(decor.Statistics) string { return d.rateText() }, decor.WCSyncSpace)
 	defer d.follow()
 	if bytes < 0 { // unknown total (tar): a spinner with the counts
 		d.bar = d.p.New(0, mpb.SpinnerStyle(),
-			mpb.PrependDecorators(decor.Current(decor.SizeB1024(0), "% .1f"),
-				decor.AverageSpeed(decor.SizeB1024(0), "% .1f", decor.WCSyncSpace)),
+			mpb.PrependDecorators(decor.Current(decor.SizeB1024(0), "% .1f"), rates),
 			mpb.AppendDecorators(extra))
 		return
 	}
@@ -132,9 +167,7 @@ func (d *barDisplay) Start(files int, bytes int64) {
 			decor.Counters(decor.SizeB1024(0), "% .1f / % .1f"),
 			decor.Percentage(decor.WCSyncSpace)),
 		mpb.AppendDecorators(
-			decor.AverageSpeed(decor.SizeB1024(0), "% .1f", decor.WCSyncSpace),
-			decor.Name(" ETA "),
-			decor.OnComplete(decor.AverageETA(decor.ET_STYLE_GO), "done"),
+			decor.OnComplete(rates, "done"),
 			decor.Name("  "),
 			extra))
 }
@@ -213,7 +246,7 @@ type plainDisplay struct {
 }
 
 func newPlainDisplay(w io.Writer, every time.Duration) *plainDisplay {
-	d := &plainDisplay{w: w, counts: counts{start: time.Now()}, done: make(chan struct{})}
+	d := &plainDisplay{w: w, done: make(chan struct{})}
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
@@ -233,15 +266,11 @@ func newPlainDisplay(w io.Writer, every time.Duration) *plainDisplay {
 	return d
 }
 
-// line is "progress: 1.2/4.0 GiB (30%), 110.5 MiB/s, ETA 26s, 1200/4000
-// files, 4 streams".
+// line is "progress: 1.2 GiB of 4.0 GiB (30%), 110.5 MiB/s payload, 80.2
+// MiB/s wire, ETA 26s, 1200/4000 files, 4 streams" ("stalled 12s" in place
+// of the rates and ETA after stallAfter without progress).
 func (d *plainDisplay) line() string {
 	done, total := d.doneBytes.Load(), d.totalBytes.Load()
-	secs := time.Since(d.start).Seconds()
-	rate := 0.0
-	if secs > 0 {
-		rate = float64(done) / secs
-	}
 	s := "progress: " + mib(done)
 	if total >= 0 {
 		pct := 100.0
@@ -250,12 +279,7 @@ func (d *plainDisplay) line() string {
 		}
 		s += fmt.Sprintf(" of %s (%.0f%%)", mib(total), pct)
 	}
-	s += fmt.Sprintf(", %s/s", mib(int64(rate)))
-	if total >= 0 && rate > 0 {
-		eta := time.Duration(float64(total-done) / rate * float64(time.Second)).Round(time.Second)
-		s += fmt.Sprintf(", ETA %s", eta)
-	}
-	return s + ", " + d.filesText() + ", " + d.streamsText()
+	return s + ", " + d.rateText() + ", " + d.filesText() + ", " + d.streamsText()
 }
 
 func (d *plainDisplay) stop(bool) {

@@ -77,7 +77,7 @@ same checks: 'restoresync restore backup.tar.gz /home/alice'.`,
   restoresync restore -e 'ssh -J bastion' backup:/snap/alice /home/alice
   # from a 'restoresync serve --listen' endpoint, 8 streams, lz4
   restoresync restore -j 8 --compress lz4 ssh://restore@10.0.0.5:2222/alice /home/alice
-  # two things of an account, each under its name: /home/alice/wp-config.php, /home/alice/mail
+  # two things of an account, each under its name in DST: /home/alice/restored/wp-config.php, /home/alice/restored/mail
   restoresync restore backup:/snap/alice/public_html/wp-config.php backup:/snap/alice/mail /home/alice/restored
   # keep the path after /./: /home/alice/public_html/wp-content/uploads
   restoresync restore -R backup:/snap/alice/./public_html/wp-content/uploads /home/alice
@@ -224,17 +224,44 @@ func restoreEndError(ctx context.Context, rep *restore.Report, err error) error 
 	}
 	c := exitCode(ctx, err)
 	if c == exitSignal {
-		return &exitError{exitSignal, errors.New(interruptedMessage)}
+		return &exitError{exitSignal, &hintError{err: errors.New(interruptedError), hint: rerunHint, sep: "; "}}
 	}
 	placed := rep.Bytes+int64(rep.Skipped) > 0
 	if (c == exitProtocol || c == exitSSH || c == exitTimeout) && (placed || errors.Is(err, transport.ErrRemoteExited)) {
-		hint := "rerun the same command to complete the restore"
+		hint := rerunHint
 		if placed {
 			hint = "files already restored are in place; " + hint
 		}
-		return fmt.Errorf("%w\n(%s)", err, hint)
+		return &hintError{err: err, hint: hint}
 	}
 	return err
+}
+
+// hintError is an error with advice on what to do next, kept apart from
+// what failed: stderr shows both ("ERR\n(HINT)", or ERR, sep, HINT when
+// sep is set), --json has them in its "error" and "hint" fields.
+type hintError struct {
+	err       error
+	hint, sep string
+}
+
+func (e *hintError) Error() string {
+	if e.sep != "" {
+		return e.err.Error() + e.sep + e.hint
+	}
+	return e.err.Error() + "\n(" + e.hint + ")"
+}
+
+func (e *hintError) Unwrap() error { return e.err }
+
+// errorAndHint splits err into what failed and the hint after it ("" for
+// none) when a hintError says all of err's message.
+func errorAndHint(err error) (msg, hint string) {
+	var he *hintError
+	if errors.As(err, &he) && he.Error() == err.Error() {
+		return he.err.Error(), he.hint
+	}
+	return err.Error(), ""
 }
 
 // jsonReport is the --json object: the report, plus how the run ended.
@@ -245,6 +272,9 @@ type jsonReport struct {
 	// Error is the message of a run that did not complete ("" when it did):
 	// what ended it, or how many files failed.
 	Error string `json:"error,omitempty"`
+	// Hint is what to do next, when there is advice ("rerun the same
+	// command to complete the restore"); never part of Error.
+	Hint string `json:"hint,omitempty"`
 }
 
 // newJSONReport returns the report of a run that ended with err (nil for a
@@ -259,7 +289,7 @@ func newJSONReport(ctx context.Context, rep *restore.Report, err error) jsonRepo
 	jr := jsonReport{Report: rep}
 	if err != nil {
 		jr.ExitCode = exitCode(ctx, err)
-		jr.Error = err.Error()
+		jr.Error, jr.Hint = errorAndHint(err)
 	}
 	return jr
 }

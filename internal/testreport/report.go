@@ -30,6 +30,7 @@ type Report struct {
 	Seconds      float64 `json:"seconds"`
 	ExitCode     int     `json:"exit_code"`
 	Error        string  `json:"error"`
+	Hint         string  `json:"hint"`
 	Errors       []struct {
 		Path  string `json:"path"`
 		Error string `json:"error"`
