@@ -67,8 +67,10 @@ func TestSSHStalledAgent(t *testing.T) {
 		want error
 		msg  string
 	}{
-		{"contimeout", Timeouts{Connect: 2 * time.Second}, transport.ErrConnect, "--contimeout 2s"},
-		{"timeout", Timeouts{Connect: time.Minute, Idle: 2 * time.Second}, transport.ErrTimeout, "--timeout 2s"},
+		// 5 s, not less: the agent's stderr line must have crossed the
+		// SSH connection by then on a loaded machine.
+		{"contimeout", Timeouts{Connect: 5 * time.Second}, transport.ErrConnect, "--contimeout 5s"},
+		{"timeout", Timeouts{Connect: time.Minute, Idle: 5 * time.Second}, transport.ErrTimeout, "--timeout 5s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -79,7 +81,7 @@ func TestSSHStalledAgent(t *testing.T) {
 				t.Fatalf("after %v: %v; want %v naming %s", took, err, tc.want, tc.msg)
 			}
 			if took > 15*time.Second {
-				t.Errorf("setup bounded by 2 s took %v", took)
+				t.Errorf("setup bounded by 5 s took %v", took)
 			}
 			if !strings.Contains(err.Error(), "hanging") {
 				t.Errorf("error %q lacks the agent's stderr", err)
