@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -27,6 +28,13 @@ type LocalSource struct {
 	byRel  map[string]int  // a part's Rel: the index of its base
 	filter *treewalk.Filter
 	failed []*treewalk.PathError // parts whose base could not be opened
+
+	partBase []int // parts[i]'s base: an index in bases
+	// fromMu guards from: the regular files of the last List of several
+	// bases, each with the index of the base it was read from (a merged
+	// tree's file may come from another base than its part's).
+	fromMu sync.RWMutex
+	from   map[string]int
 }
 
 // OpenLocalSource opens dir as a source: a directory's contents, or, when
@@ -115,6 +123,7 @@ func OpenSelection(sel Selection, open func(base string) (*os.Root, error)) (*Lo
 			s.dirs = append(s.dirs, d)
 		}
 		s.parts = append(s.parts, treewalk.Part{Base: s.bases[i], Rel: r.Rel, ImpliesRoot: r.ImpliesRoot})
+		s.partBase = append(s.partBase, i)
 		if _, dup := s.byRel[r.Rel]; !dup {
 			s.byRel[r.Rel] = i
 		}
@@ -166,19 +175,40 @@ func NewLocalSource(r *os.Root) (*LocalSource, error) {
 }
 
 // List walks the tree (treewalk.WalkRoot), or the selection's parts
-// (treewalk.WalkParts) through its filter.
+// (treewalk.WalkPartsFrom, which merges parts of several bases as rsync
+// does) through its filter, and remembers which base each regular file
+// was read from, for Open.
 func (s *LocalSource) List(ctx context.Context) (treewalk.List, error) {
 	if len(s.parts) == 1 && s.parts[0].Rel == "." && s.filter == nil && len(s.failed) == 0 {
 		return treewalk.WalkRoot(ctx, s.root)
 	}
-	list, err := treewalk.WalkParts(ctx, s.parts, s.filter)
+	list, from, err := treewalk.WalkPartsFrom(ctx, s.parts, s.filter)
 	list.Errors = append(list.Errors, s.failed...)
-	return list, err
+	if err != nil || len(s.bases) < 2 {
+		return list, err
+	}
+	files := map[string]int{}
+	for i, e := range list.Entries {
+		if e.Kind == treewalk.KindFile {
+			files[e.Path] = s.partBase[from[i]]
+		}
+	}
+	s.fromMu.Lock()
+	s.from = files
+	s.fromMu.Unlock()
+	return list, nil
 }
 
 // baseDir returns the directory that p (a file-list path) is resolved
-// beneath: that of the nearest part at or above p.
+// beneath: that of the base the last List read p from, else that of the
+// nearest part at or above p.
 func (s *LocalSource) baseDir(p string) (*os.File, error) {
+	s.fromMu.RLock()
+	i, ok := s.from[p]
+	s.fromMu.RUnlock()
+	if ok {
+		return s.dirs[i], nil
+	}
 	for q := p; ; q = path.Dir(q) {
 		if i, ok := s.byRel[q]; ok {
 			return s.dirs[i], nil
