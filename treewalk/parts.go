@@ -100,7 +100,7 @@ func WalkPartsFrom(ctx context.Context, parts []Part, f *Filter) (list List, fro
 		}
 		tag(i)
 	}
-	if len(walked) > 1 {
+	if len(parts) > 1 { // several walks, or an implied "." listed after a walk
 		w.list.Entries, from = mergeWalks(w.list.Entries, from)
 	}
 	return w.list, from, nil

@@ -37,6 +37,7 @@ func TestWalkPartsImpliedRoot(t *testing.T) {
 			[]string{".", "-c", "a", "a/x", "b", "b/y"}},
 		{"not-implied", []Part{{Base: root, Rel: "b/y"}, {Base: root, Rel: "a/x"}}, []string{"a", "a/x", "b", "b/y"}},
 		{"whole-base", []Part{{Base: root, Rel: "."}, {Base: root, Rel: "a/x", ImpliesRoot: true}}, []string{".", "-c", "a", "a/x", "b", "b/y"}},
+		{"implied-by-covered", []Part{{Base: root, Rel: "a"}, {Base: root, Rel: "a/x", ImpliesRoot: true}}, []string{".", "a", "a/x"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l, err := WalkParts(context.Background(), c.parts, nil)
