@@ -26,7 +26,7 @@
 //
 // Files: entry.go — Kind, Entry, Xattr, ACLEntry; walk.go — Walk,
 // WalkRoot, List, PathError and the walker; parts.go — Part, WalkParts,
-// WalkPartsFrom, IsUnder; merge.go — how the walks of parts that give the
+// IsUnder; merge.go — how the walks of parts that give the
 // same paths merge (first given wins, directories combine, tree order,
 // hardlink leaders); filter.go — Rule, Filter, the rule parsers and wildmatch;
 // names.go — the uid and gid name cache; open_linux.go — OpenBeneath;

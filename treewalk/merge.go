@@ -5,14 +5,12 @@ import (
 )
 
 // mergeWalks turns the entries of several walks, appended in the order
-// their parts were given (from[i] names the part of raw[i]), into one
-// list as rsync merges the file lists of several SRCs: each path once,
+// their parts were given, into one list as rsync merges the file lists of several SRCs: each path once,
 // the first given winning except that a directory replaces a
 // non-directory; then in tree order (treeCompare); then each hardlink
 // group led by its first member in that order, which carries the group's
-// metadata (the walk's leader, if after it, becomes a follower). It
-// returns the entries and the part of each.
-func mergeWalks(raw []Entry, from []int) ([]Entry, []int) {
+// metadata (the walk's leader, if after it, becomes a follower).
+func mergeWalks(raw []Entry) []Entry {
 	at := make(map[string]int, len(raw)) // path → index in kept
 	var kept []int                       // indexes in raw
 	for i := range raw {
@@ -28,11 +26,9 @@ func mergeWalks(raw []Entry, from []int) ([]Entry, []int) {
 	slices.SortStableFunc(kept, func(a, b int) int { return treeCompare(raw[a].Path, raw[b].Path) })
 	group, follower := linkGroups(raw)
 	entries := make([]Entry, len(kept))
-	parts := make([]int, len(kept))
 	leaders := map[int]string{} // group → the path that leads it in the list
 	for k, i := range kept {
 		e := raw[i]
-		parts[k] = from[i]
 		if g, linked := group[i]; linked {
 			switch lead, ok := leaders[g]; {
 			case !ok && i == g: // the walk's leader comes first and stays
@@ -50,7 +46,7 @@ func mergeWalks(raw []Entry, from []int) ([]Entry, []int) {
 		}
 		entries[k] = e
 	}
-	return entries, parts
+	return entries
 }
 
 // linkGroups finds the hardlink groups of raw, the appended entries of

@@ -54,35 +54,21 @@ func IsUnder(p, q string) bool {
 // of the list; errors of a Base are returned. Cancelling ctx returns
 // ctx.Err().
 func WalkParts(ctx context.Context, parts []Part, f *Filter) (List, error) {
-	l, _, err := WalkPartsFrom(ctx, parts, f)
-	return l, err
-}
-
-// WalkPartsFrom is WalkParts, and also says where each entry was read:
-// from[i] is the index in parts of the part whose Base holds
-// list.Entries[i] (a sender reads each file beneath that Base).
-func WalkPartsFrom(ctx context.Context, parts []Part, f *Filter) (list List, from []int, err error) {
 	w := newWalker(f)
-	tag := func(i int) {
-		for len(from) < len(w.list.Entries) {
-			from = append(from, i)
-		}
-	}
 	type walkedPart struct {
 		base *os.Root
 		rel  string
 	}
 	var walked []walkedPart
 	rootGiven := false
-	for i, pt := range parts {
+	for _, pt := range parts {
 		if err := ValidPath(pt.Rel); err != nil {
-			return List{}, nil, fmt.Errorf("walk %s: %w", pt.Rel, err)
+			return List{}, fmt.Errorf("walk %s: %w", pt.Rel, err)
 		}
 		if !rootGiven && pt.ImpliesRoot && pt.Rel != "." {
 			if err := w.impliedRoot(pt.Base); err != nil {
-				return List{}, nil, err
+				return List{}, err
 			}
-			tag(i)
 		}
 		rootGiven = rootGiven || pt.Rel == "." || pt.ImpliesRoot
 		if slices.ContainsFunc(walked, func(q walkedPart) bool { return q.base == pt.Base && IsUnder(pt.Rel, q.rel) }) {
@@ -91,19 +77,18 @@ func WalkPartsFrom(ctx context.Context, parts []Part, f *Filter) (list List, fro
 		walked = append(walked, walkedPart{pt.Base, pt.Rel})
 		d, err := pt.Base.Open(".")
 		if err != nil {
-			return List{}, nil, fmt.Errorf("walk %s: %w", pt.Base.Name(), err)
+			return List{}, fmt.Errorf("walk %s: %w", pt.Base.Name(), err)
 		}
 		err = w.part(ctx, int(d.Fd()), pt.Rel, map[string]bool{})
 		d.Close()
 		if err != nil {
-			return List{}, nil, err
+			return List{}, err
 		}
-		tag(i)
 	}
 	if len(parts) > 1 { // several walks, or an implied "." listed after a walk
-		w.list.Entries, from = mergeWalks(w.list.Entries, from)
+		w.list.Entries = mergeWalks(w.list.Entries)
 	}
-	return w.list, from, nil
+	return w.list, nil
 }
 
 // impliedRoot lists base as the root "." of the list.
