@@ -52,7 +52,8 @@ func IsUnder(p, q string) bool {
 // its first member in the list. A part or implied directory that cannot
 // be read (missing, a symlink where a directory is implied) is a PathError
 // of the list; errors of a Base are returned. Cancelling ctx returns
-// ctx.Err().
+// ctx.Err(). Memory: Walk's per entry, and with several parts, while
+// merging, a second copy of the entries and a map of their paths.
 func WalkParts(ctx context.Context, parts []Part, f *Filter) (List, error) {
 	w := newWalker(f)
 	type walkedPart struct {
