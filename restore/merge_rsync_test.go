@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/restoresync/restoresync/internal/testenv"
+	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -81,7 +82,8 @@ func assertSameAsRsync(t *testing.T, rdst, dst string, since time.Time) {
 }
 
 // -R with SRCs from different bases that give the same paths merges them
-// as the real rsync -aHAX -R does, pull, push and local: directories
+// as the real rsync -aHAX -R does, pull, push and local (and a pull by
+// the tar method): directories
 // combine, for another path the first SRC given wins (a directory wins
 // over a file), a directory's metadata and DST's own (".", given or
 // implied) come from the first SRC that gives it, hardlink groups follow
@@ -108,7 +110,10 @@ func TestRelativeMergeMatchesRsync(t *testing.T) {
 		{name: "relative-extra-delete", before: []string{"T/./down/3/deep"}, srcs: []string{"T/./down/3/deep", "T/extra/./down/3/deep/extra.added.value"}, delete: true},
 	}
 	for _, c := range cases {
-		for _, mode := range modes {
+		for _, mode := range append(modes, "tar-pull") {
+			if mode == "tar-pull" && c.delete {
+				continue // the tar method does not delete
+			}
 			t.Run(c.name+"/"+mode, func(t *testing.T) {
 				since := time.Now()
 				tmp := t.TempDir()
@@ -130,10 +135,13 @@ func TestRelativeMergeMatchesRsync(t *testing.T) {
 					if err != nil {
 						t.Fatalf("rsync %q: %v\n%s", args, err, out)
 					}
-					o := options(mode, strings.Replace(srcs[0], "T", T, 1), dst)
+					o := options(strings.TrimPrefix(mode, "tar-"), strings.Replace(srcs[0], "T", T, 1), dst)
+					if mode == "tar-pull" {
+						o.Method = restore.MethodTar
+					}
 					for _, s := range srcs[1:] {
 						p := strings.Replace(s, "T", T, 1)
-						if mode == "pull" {
+						if strings.HasSuffix(mode, "pull") {
 							p = "backup:" + p
 						}
 						o.MoreSrc = append(o.MoreSrc, p)
