@@ -88,7 +88,7 @@ func assertSameAsRsync(t *testing.T, rdst, dst string, since time.Time) {
 // over a file), a directory's metadata and DST's own (".", given or
 // implied) come from the first SRC that gives it, hardlink groups follow
 // the names kept; rsync's merge.test and relative.test's --delete with an
-// extra file from another base, which deletes nothing.
+// extra file from another base, which deletes only what no SRC gives.
 func TestRelativeMergeMatchesRsync(t *testing.T) {
 	testenv.RequireTool(t, "rsync")
 	T := filepath.Join(t.TempDir(), "src")
@@ -122,7 +122,11 @@ func TestRelativeMergeMatchesRsync(t *testing.T) {
 				if c.before != nil {
 					runs = [][]string{c.before, c.srcs}
 				}
-				for _, srcs := range runs {
+				for n, srcs := range runs {
+					if n == 1 { // between the runs, DST gains a file no SRC has
+						writeFiles(t, rdst, map[string]string{"down/3/deep/sub/stale": "stale"})
+						writeFiles(t, dst, map[string]string{"down/3/deep/sub/stale": "stale"})
+					}
 					args := []string{"-aHAXR"}
 					if c.delete {
 						args = append(args, "--delete")
@@ -150,8 +154,13 @@ func TestRelativeMergeMatchesRsync(t *testing.T) {
 					run(t, o)
 				}
 				assertSameAsRsync(t, rdst, dst, since)
-				if _, err := os.Stat(filepath.Join(dst, "down/3/deep/a")); c.delete && err != nil {
-					t.Errorf("--delete deleted a file of the first SRC: %v", err)
+				if c.delete {
+					if _, err := os.Stat(filepath.Join(dst, "down/3/deep/a")); err != nil {
+						t.Errorf("--delete deleted a file of the first SRC: %v", err)
+					}
+					if _, err := os.Lstat(filepath.Join(dst, "down/3/deep/sub/stale")); err == nil {
+						t.Errorf("--delete kept a file that no SRC gives")
+					}
 				}
 			})
 		}
