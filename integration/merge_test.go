@@ -58,7 +58,7 @@ func TestE2ERelativeMergeIntoNewDst(t *testing.T) {
 		if out, err := exec.Command("setfacl", "-d", "-m", "u::rwx,g::rwx,o::r-x", p).CombinedOutput(); err != nil {
 			t.Fatalf("setfacl: %v\n%s", err, out)
 		}
-		if err := os.Chmod(p, 0o2750); err != nil {
+		if err := os.Chmod(p, os.ModeSetgid|0o750); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -137,7 +137,7 @@ func TestNewDstModeMatchesRsync(t *testing.T) {
 	}{
 		{"plain", func(t *testing.T, p string) {}},
 		{"setgid", func(t *testing.T, p string) {
-			if err := os.Chmod(p, 0o2755); err != nil {
+			if err := os.Chmod(p, os.ModeSetgid|0o755); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -149,7 +149,7 @@ func TestNewDstModeMatchesRsync(t *testing.T) {
 		}},
 		{"default-acl-setgid", func(t *testing.T, p string) {
 			sh(t, "setfacl", "-d", "-m", "u::rwx,g::rwx,g:daemon:r-x,m::rwx,o::---", p)
-			if err := os.Chmod(p, 0o2750); err != nil {
+			if err := os.Chmod(p, os.ModeSetgid|0o750); err != nil {
 				t.Fatal(err)
 			}
 		}},
