@@ -168,6 +168,9 @@ func TestSelectionMatchesRsync(t *testing.T) {
 		{name: "files-from-marker", filesFrom: []string{"public_html/./index.php", "public_html/wp-content/./plugins"}},
 		{name: "files-from-marker-dot", filesFrom: []string{"public_html/././index.php"}},
 		{name: "relative-dot-slash", srcs: []string{"./mail/cur", "././public_html/wp-content/cache"}, relative: true},
+		// Lines from different directories that land on the same paths
+		// merge, as with -R.
+		{name: "files-from-merge", filesFrom: []string{"mail/./cur", "public_html/wp-content/./uploads", "mail/.Sent/./cur", "public_html/./wp-content"}, rules: []treewalk.Rule{ex("akismet")}},
 	}
 	pipe := transfer.PipeDialer{Config: transfer.ServerConfig{NewSink: restore.NewSink, Version: "test"}}
 	for _, c := range cases {

@@ -26,6 +26,9 @@ import (
 //     leading "/"), or only the part after a "/./" in it; the directories
 //     on the way are created with their source metadata, and so is DST
 //     itself when the kept part starts with "./" (rsync's implied ".");
+//     SRCs that land on the same paths merge as with rsync: directories
+//     combine, and for any other path the first SRC given wins (but a
+//     directory wins over a non-directory);
 //   - --files-from: the listed paths, relative to the one SRC, placed as
 //     with -R (a "/./" in a line included); a listed directory comes with
 //     everything below it.
@@ -146,14 +149,20 @@ func planSelection(o Options, src transport.Location) (selection, error) {
 		s.scope = []string{"."}
 		return s, nil
 	}
-	roots, err := disjointRoots(roots)
-	if err != nil {
-		return s, err
+	if !o.Relative && o.FilesFrom == nil {
+		var err error
+		if roots, err = disjointRoots(roots); err != nil {
+			return s, err
+		}
 	}
+	// With -R and --files-from the roots stay in the order given: the
+	// sender merges them in that order (treewalk.WalkParts).
 	s.sel.Roots = roots
 	for _, r := range roots {
 		s.scope = append(s.scope, r.Rel)
 	}
+	slices.Sort(s.scope)
+	s.scope = slices.Compact(s.scope)
 	return s, nil
 }
 
@@ -231,9 +240,10 @@ func keptRoot(base, rest string) (transfer.SourceRoot, error) {
 	return transfer.SourceRoot{Base: base, Rel: rel, ImpliesRoot: rel != "." && strings.HasPrefix(rest, "./")}, nil
 }
 
-// disjointRoots drops the roots that another one covers (at or below it,
-// from the same base) and refuses two from different bases that would
-// land on each other.
+// disjointRoots, for several SRCs without -R, drops the roots that
+// another one covers (at or below it, from the same base) and refuses two
+// from different bases that would land on each other (with -R, the sender
+// merges them as rsync does).
 func disjointRoots(roots []transfer.SourceRoot) ([]transfer.SourceRoot, error) {
 	slices.SortStableFunc(roots, func(a, b transfer.SourceRoot) int { return strings.Compare(a.Rel, b.Rel) })
 	var out []transfer.SourceRoot
@@ -244,7 +254,7 @@ func disjointRoots(roots []transfer.SourceRoot) ([]transfer.SourceRoot, error) {
 				continue
 			}
 			if q.Base != r.Base {
-				return nil, fmt.Errorf("%w: %s (from %s) and %s (from %s) would both restore to DST/%s: use -R, or name them apart",
+				return nil, fmt.Errorf("%w: %s (from %s) and %s (from %s) would both restore to DST/%s: use -R to merge them, or name them apart",
 					ErrUsage, r.Rel, r.Base, q.Rel, q.Base, r.Rel)
 			}
 			covered = true

@@ -23,7 +23,9 @@
 // items and their data, plans, commits. Selections (selection.go,
 // protocol 3): the Hello may name several parts of the sender's tree
 // (Roots: several SRCs, --relative, --files-from) and include/exclude
-// rules (Filters), which the sender applies as it walks. Other roles
+// rules (Filters), which the sender applies as it walks, merging parts
+// of different bases that give the same paths as rsync does (and reading
+// each file from the base it listed it from). Other roles
 // serve the agent-less formats: a pax tar stream (tarsend.go) and rsync's
 // own protocol through a local rsync sender (rsyncsend.go, RsyncStream).
 //

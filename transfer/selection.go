@@ -25,7 +25,9 @@ type SourceRoot struct {
 // Filters applied as it walks them (an excluded directory is not
 // descended into).
 type Selection struct {
-	// Roots are the parts, none below another.
+	// Roots are the parts, in the order given: parts that give the same
+	// path merge as rsync merges several SRCs (treewalk.WalkParts: the
+	// first given wins, directories combine).
 	Roots []SourceRoot
 	// Filters are rsync include/exclude rules in short form ("+ PATTERN",
 	// "- PATTERN"; see treewalk.Filter), first match wins.

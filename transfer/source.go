@@ -25,9 +25,10 @@ type LocalSource struct {
 	bases  []*os.Root
 	dirs   []*os.File      // bases' directories, for OpenBeneath
 	parts  []treewalk.Part // what List walks
-	byRel  map[string]int  // a part's Rel: the index of its base
 	filter *treewalk.Filter
 	failed []*treewalk.PathError // parts whose base could not be opened
+
+	partBase []int // parts[i]'s base: an index in bases and dirs
 }
 
 // OpenLocalSource opens dir as a source: a directory's contents, or, when
@@ -80,7 +81,7 @@ func OpenSelection(sel Selection, open func(base string) (*os.Root, error)) (*Lo
 	if err != nil {
 		return nil, err
 	}
-	s := &LocalSource{filter: f, byRel: map[string]int{}}
+	s := &LocalSource{filter: f}
 	baseIdx := map[string]int{}
 	for _, r := range sel.Roots {
 		if err := treewalk.ValidPath(r.Rel); err != nil {
@@ -116,9 +117,7 @@ func OpenSelection(sel Selection, open func(base string) (*os.Root, error)) (*Lo
 			s.dirs = append(s.dirs, d)
 		}
 		s.parts = append(s.parts, treewalk.Part{Base: s.bases[i], Rel: r.Rel, ImpliesRoot: r.ImpliesRoot})
-		if _, dup := s.byRel[r.Rel]; !dup {
-			s.byRel[r.Rel] = i
-		}
+		s.partBase = append(s.partBase, i)
 	}
 	if len(s.bases) == 0 {
 		return nil, fmt.Errorf("open source: %w", s.failed[0].Err)
@@ -185,7 +184,8 @@ func NewLocalSource(r *os.Root) (*LocalSource, error) {
 }
 
 // List walks the tree (treewalk.WalkRoot), or the selection's parts
-// (treewalk.WalkParts) through its filter.
+// (treewalk.WalkParts, which merges parts of several bases as rsync does)
+// through its filter.
 func (s *LocalSource) List(ctx context.Context) (treewalk.List, error) {
 	if len(s.parts) == 1 && s.parts[0].Rel == "." && s.filter == nil && len(s.failed) == 0 {
 		return treewalk.WalkRoot(ctx, s.root)
@@ -195,32 +195,55 @@ func (s *LocalSource) List(ctx context.Context) (treewalk.List, error) {
 	return list, err
 }
 
-// baseDir returns the directory that p (a file-list path) is resolved
-// beneath: that of the nearest part at or above p.
-func (s *LocalSource) baseDir(p string) (*os.File, error) {
-	for q := p; ; q = path.Dir(q) {
-		if i, ok := s.byRel[q]; ok {
-			return s.dirs[i], nil
+// openFile opens the file-list path p beneath the base the list took it
+// from, without following any symlink. With one base, that is the base.
+// With several, it is the base of the first part (in the order given)
+// whose walk reaches p, as treewalk.WalkParts keeps the first part's entry
+// of a path: p is at or below the part's Rel, no directory from Rel down
+// to p's parent is excluded by the filter, and p is there. This is worked
+// out from the tree, not from a List of this source, so every connection
+// of a restore reads the same file, whichever one listed the tree. A part
+// where p, or a directory on its way, is missing (or is not a directory)
+// is passed over; any other error is returned.
+func (s *LocalSource) openFile(p string, flags int) (int, error) {
+	if len(s.dirs) == 1 {
+		return treewalk.OpenBeneath(int(s.dirs[0].Fd()), p, flags)
+	}
+	for i, pt := range s.parts {
+		if !treewalk.IsUnder(p, pt.Rel) || s.excludedOnTheWay(pt.Rel, p) {
+			continue
 		}
-		if q == "." {
-			return nil, fmt.Errorf("%s: not in the selection", p)
+		fd, err := treewalk.OpenBeneath(int(s.dirs[s.partBase[i]].Fd()), p, flags)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			continue
+		}
+		return fd, err
+	}
+	return -1, fmt.Errorf("%s: not in the selection", p)
+}
+
+// excludedOnTheWay reports whether the filter excludes a directory that
+// the walk of a part rel passes on its way to p: rel itself (unless ".")
+// and those below it, down to p's parent.
+func (s *LocalSource) excludedOnTheWay(rel, p string) bool {
+	for d := path.Dir(p); d != "." && treewalk.IsUnder(d, rel); d = path.Dir(d) {
+		if s.filter.Excluded(d, true) {
+			return true
 		}
 	}
+	return false
 }
 
 // Open returns a reader of it.Length bytes at it.Offset of the regular file
-// it.Entry.Path. The path is resolved without following any symlink (one
+// it.Entry.Path, read beneath its base (openFile). The path is resolved
+// without following any symlink (one
 // planted since the walk makes the item fail instead of sending another
 // file's contents), and what it names must still be a regular file. After
 // the last byte the reader checks, on the open descriptor (fstat), that the
 // file still has the size and mtime of it.Entry: at its end it returns an
 // error wrapping ErrSourceChanged instead of io.EOF if not.
 func (s *LocalSource) Open(ctx context.Context, it *Item) (io.ReadCloser, error) {
-	dir, err := s.baseDir(it.Entry.Path)
-	if err != nil {
-		return nil, err
-	}
-	fd, err := treewalk.OpenBeneath(int(dir.Fd()), it.Entry.Path, unix.O_RDONLY|unix.O_NONBLOCK)
+	fd, err := s.openFile(it.Entry.Path, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}

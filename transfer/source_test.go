@@ -78,3 +78,60 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
+
+// Every source opened on one selection of several bases, whether or not
+// it listed the tree (each connection of a restore opens its own), reads
+// each listed file from the base whose entry the merged list keeps: the
+// first part given that reaches it, passing over a base that lacks it and
+// one whose walk does not reach it (a directory on the way excluded,
+// which another part implies).
+func TestLocalSourceReadsMergedFilesFromTheirBase(t *testing.T) {
+	b1, b2 := t.TempDir(), t.TempDir()
+	for p, data := range map[string]string{
+		b1 + "/d/f": "f of b1", b1 + "/a/sub/f": "excluded in b1", b1 + "/x": "x of b1",
+		b2 + "/d/f": "f of b2", b2 + "/d/g": "g of b2", b2 + "/a/sub/f": "f of b2", b2 + "/x": "x of b2",
+	} {
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		must(t, os.WriteFile(p, []byte(data), 0o644))
+	}
+	sel := Selection{
+		Roots:   []SourceRoot{{Base: b1, Rel: "d"}, {Base: b1, Rel: "a"}, {Base: b1, Rel: "x"}, {Base: b2, Rel: "a/sub/f"}, {Base: b2, Rel: "."}},
+		Filters: []string{"- /a/sub/"},
+	}
+	want := map[string]string{"d/f": "f of b1", "d/g": "g of b2", "a/sub/f": "f of b2", "x": "x of b1"}
+	lister, err := OpenSelection(sel, OpenBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lister.Close()
+	list, err := lister.List(context.Background())
+	if err != nil || len(list.Errors) > 0 {
+		t.Fatalf("%v %v", err, list.Errors)
+	}
+	reader, err := OpenSelection(sel, OpenBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	files := 0
+	for _, e := range list.Entries {
+		if e.Kind != treewalk.KindFile {
+			continue
+		}
+		files++
+		for name, src := range map[string]*LocalSource{"the lister": lister, "another source": reader} {
+			r, err := src.Open(context.Background(), &Item{Entry: e, Length: e.Size})
+			if err != nil {
+				t.Fatalf("%s: open %s: %v", name, e.Path, err)
+			}
+			b, err := io.ReadAll(r)
+			r.Close()
+			if err != nil || string(b) != want[e.Path] {
+				t.Errorf("%s: %s read %q (%v), want %q", name, e.Path, b, err, want[e.Path])
+			}
+		}
+	}
+	if files != len(want) {
+		t.Errorf("listed %d files, want %d", files, len(want))
+	}
+}

@@ -19,7 +19,7 @@
 // Nothing is written; an interrupted walk leaves nothing behind.
 //
 //	f, _ := NewFilter(rules)              // or ParseFilter; nil keeps everything
-//	list := Walk(ctx, root)               // or WalkRoot, WalkParts(ctx, parts, f)
+//	list := Walk(ctx, root)               // or WalkRoot, WalkParts(ctx, parts, f) (merged)
 //	    w.dir(ctx, p)                     // OpenBeneath p, names sorted, per name:
 //	        f.Excluded(child, isDir)      // dropped: not listed, not descended
 //	        w.add(child, st, fd)          // Entry, hardlink leader, w.readMeta
@@ -27,7 +27,9 @@
 //
 // Files: entry.go — Kind, Entry, Xattr, ACLEntry; walk.go — Walk,
 // WalkRoot, List, PathError and the walker; parts.go — Part, WalkParts,
-// IsUnder; filter.go — Rule, Filter, the rule parsers and wildmatch;
+// IsUnder; merge.go — how the walks of parts that give the
+// same paths merge (first given wins, directories combine, tree order,
+// hardlink leaders); filter.go — Rule, Filter, the rule parsers and wildmatch;
 // names.go — the uid and gid name cache; open_linux.go — OpenBeneath;
 // xattr_linux.go — XattrAt, ListXattrsAt, FdPath, ParseACL, EncodeACL;
 // path.go — ValidPath; check.go — CheckList; compare.go — Compare,

@@ -1,7 +1,6 @@
 package treewalk
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -36,48 +35,59 @@ func IsUnder(p, q string) bool {
 	return q == "." || p == q || strings.HasPrefix(p, q+"/")
 }
 
-// WalkParts lists several parts into one list, parts in byte order of Rel,
-// each with its implied directories first (listed once, not filtered, as
-// rsync sends them) and then the part itself, unless f excludes it,
-// followed by its contents as Walk lists them, filtered by f (an excluded
-// directory is not descended into). A part below another one is covered
-// by it and skipped. The first part (in that order) that ImpliesRoot,
-// unless a part is Rel "." itself, lists its Base as "." first of all.
-// Hardlinks are found across parts. A part or implied
-// directory that cannot be read (missing, a symlink where a directory is
-// implied) is a PathError of the list; errors of a Base are returned.
-// Cancelling ctx returns ctx.Err().
+// WalkParts lists several parts into one list, merged as rsync merges
+// the trees of several SRCs: the parts are walked in the order given, each
+// with its implied directories (not filtered, as rsync sends them) and
+// then the part itself, unless f excludes it, followed by its contents as
+// Walk lists them, filtered by f (an excluded directory is not descended
+// into). When several parts give the same path, the first one given wins,
+// except that a directory wins over a non-directory (it may have
+// contents); the contents of every directory given at a path are listed
+// there, so directories combine. The first part that is Rel "." or
+// ImpliesRoot gives "." (an ImpliesRoot part lists its Base as an implied
+// directory). The list is in tree order (each directory followed by its
+// contents, names in byte order), as Walk's, with each path once. A part
+// at or below one already walked from the same Base adds nothing and is
+// skipped. Hardlinks are found across parts, and each group's leader is
+// its first member in the list. A part or implied directory that cannot
+// be read (missing, a symlink where a directory is implied) is a PathError
+// of the list; errors of a Base are returned. Cancelling ctx returns
+// ctx.Err(). Memory: Walk's per entry, and with several parts, while
+// merging, a second copy of the entries and a map of their paths.
 func WalkParts(ctx context.Context, parts []Part, f *Filter) (List, error) {
-	parts = slices.Clone(parts)
-	slices.SortStableFunc(parts, func(a, b Part) int { return cmp.Compare(a.Rel, b.Rel) })
 	w := newWalker(f)
-	implied := map[string]bool{}
-	if !slices.ContainsFunc(parts, func(p Part) bool { return p.Rel == "." }) {
-		if i := slices.IndexFunc(parts, func(p Part) bool { return p.ImpliesRoot }); i >= 0 {
-			if err := w.impliedRoot(parts[i].Base); err != nil {
-				return List{}, err
-			}
-			implied["."] = true
-		}
+	type walkedPart struct {
+		base *os.Root
+		rel  string
 	}
-	var walked []string
+	var walked []walkedPart
+	rootGiven := false
 	for _, pt := range parts {
 		if err := ValidPath(pt.Rel); err != nil {
 			return List{}, fmt.Errorf("walk %s: %w", pt.Rel, err)
 		}
-		if slices.ContainsFunc(walked, func(q string) bool { return IsUnder(pt.Rel, q) }) {
+		if !rootGiven && pt.ImpliesRoot && pt.Rel != "." {
+			if err := w.impliedRoot(pt.Base); err != nil {
+				return List{}, err
+			}
+		}
+		rootGiven = rootGiven || pt.Rel == "." || pt.ImpliesRoot
+		if slices.ContainsFunc(walked, func(q walkedPart) bool { return q.base == pt.Base && IsUnder(pt.Rel, q.rel) }) {
 			continue
 		}
-		walked = append(walked, pt.Rel)
+		walked = append(walked, walkedPart{pt.Base, pt.Rel})
 		d, err := pt.Base.Open(".")
 		if err != nil {
 			return List{}, fmt.Errorf("walk %s: %w", pt.Base.Name(), err)
 		}
-		err = w.part(ctx, int(d.Fd()), pt.Rel, implied)
+		err = w.part(ctx, int(d.Fd()), pt.Rel, map[string]bool{})
 		d.Close()
 		if err != nil {
 			return List{}, err
 		}
+	}
+	if len(parts) > 1 { // several walks, or an implied "." listed after a walk
+		w.list.Entries = mergeWalks(w.list.Entries)
 	}
 	return w.list, nil
 }

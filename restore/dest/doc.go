@@ -51,8 +51,8 @@
 // What an interruption leaves behind (a dropped stream, cancellation, a
 // killed process): completed files in place under their final names, and
 // directories with mode 0700 and the current time as mtime (but a DST
-// this Writer created, for a list without a "." entry, has its final mode
-// from Plan on). A file that fails has
+// this Writer created, for a list without a "." entry, has the mode mkdir
+// gave it from Plan on). A file that fails has
 // its temporary file removed at once; Close removes those of split files
 // not committed; only a killed writer leaves temporary files. A rerun
 // skips the completed files (quick check: same size and mtime), truncates
@@ -62,7 +62,7 @@
 //
 // A restore through a Writer, the raw method:
 //
-//	w := NewWriter(dst, opts)            // DST made 0700 if missing, opened
+//	w := NewWriter(dst, opts)            // DST made (mkdir 0777, owner-only) if missing, opened
 //	plan := w.Plan(ctx, entries)         // mkdir, quick check, split temps, signatures
 //	for each item of plan.Need, on any stream:
 //	    w.WriteItem(ctx, item, data)     // temp name, metadata on the fd, rename

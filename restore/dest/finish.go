@@ -13,20 +13,22 @@ import (
 
 // settleRoot gives a DST that this Writer created, when entries (the whole
 // file list) has no "." entry to take its metadata from (several SRCs, -R,
-// --files-from, a file SRC), the mode mkdir gives a new directory: 0777
-// less the process umask, as rsync does. Plan calls it before any file is
-// written, so that an interrupted run leaves no 0700 DST behind (a rerun,
-// which finds DST there, would not change it); Finish calls it too, for the
-// methods without a Plan. It acts once. Not safe for concurrent use.
+// --files-from, a file SRC), back the mode mkdir gave it (NewWriter's
+// rootMode: 0777 less the umask, or what the parent's default ACL makes,
+// with the parent's setgid bit), as rsync leaves it. Plan calls it before
+// any file is written, so that an interrupted run leaves no owner-only DST
+// behind (a rerun, which finds DST there, would not change it); Finish
+// calls it too, for the methods without a Plan. It acts once. Not safe for
+// concurrent use.
 func (w *Writer) settleRoot(entries []treewalk.Entry) error {
-	if !w.created || w.rootSettled || w.opts.DryRun {
+	if !w.rootNarrowed || w.rootSettled {
 		return nil
 	}
 	w.rootSettled = true
 	if slices.ContainsFunc(entries, func(e treewalk.Entry) bool { return e.Path == "." }) {
 		return nil
 	}
-	if err := unix.Fchmod(w.rootFd, 0o777&^processUmask()); err != nil {
+	if err := unix.Fchmod(w.rootFd, w.rootMode); err != nil {
 		return fmt.Errorf("set the mode of the destination: %w", err)
 	}
 	return nil

@@ -49,20 +49,28 @@ type Writer struct {
 	chown  bool // running as root: owners are set
 	bufs   sync.Pool
 	// created says that NewWriter made dst: without a "." entry in the
-	// list (several SRCs, a file SRC), settleRoot gives it a new
-	// directory's usual mode; rootSettled says that it did.
-	created     bool
-	rootSettled bool
-	filter      *treewalk.Filter // opts.Filters, compiled
+	// list (several SRCs, a file SRC), settleRoot gives it back the mode
+	// mkdir gave it (rootMode, its permission, setuid, setgid and sticky
+	// bits), when NewWriter narrowed it to the owner (rootNarrowed) while
+	// the list is not known; rootSettled says that it did.
+	created      bool
+	rootMode     uint32
+	rootNarrowed bool
+	rootSettled  bool
+	filter       *treewalk.Filter // opts.Filters, compiled
 
 	splitMu    sync.Mutex
 	splitTemps map[string]bool // split files prepared and not yet committed
 }
 
-// NewWriter creates dst if missing (mode 0700 until Finish gives it its
-// final mode) and opens it; with o.DryRun it only opens dst if it exists.
-// Errors: bad owner options or filters, a dst that cannot be made or
-// opened. The caller closes the Writer.
+// NewWriter creates dst if missing and opens it; with o.DryRun it only
+// opens dst if it exists. A dst it creates, and its missing parents, are
+// made as mkdir -p (and rsync) makes them: mkdir(2) with mode 0777, so
+// that the kernel applies the umask or the parent's default ACL and
+// inherits the parent's setgid bit; until Plan or Finish knows whether
+// the list gives dst a mode of its own, dst keeps no group or other
+// access (see settleRoot). Errors: bad owner options or filters, a dst
+// that cannot be made or opened. The caller closes the Writer.
 func NewWriter(dst string, o WriterOptions) (*Writer, error) {
 	o.ApplyDefaults()
 	policy, err := NewOwnerPolicy(o.Owner, SystemIDs())
@@ -75,12 +83,10 @@ func NewWriter(dst string, o WriterOptions) (*Writer, error) {
 	}
 	_, statErr := os.Lstat(dst)
 	if !o.DryRun && statErr != nil {
-		// Missing parents are made as mkdir -p makes them (0777 less the
-		// umask); DST itself is 0700 until its metadata is known.
 		if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
 			return nil, fmt.Errorf("create destination %s: %w", dst, err)
 		}
-		if err := os.Mkdir(dst, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := os.Mkdir(dst, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("create destination %s: %w", dst, err)
 		}
 	}
@@ -93,8 +99,52 @@ func NewWriter(dst string, o WriterOptions) (*Writer, error) {
 	}
 	w := &Writer{dst: dst, rootFd: fd, opts: o, policy: policy, chown: os.Geteuid() == 0,
 		created: os.IsNotExist(statErr), filter: filter}
+	if w.created && !o.DryRun {
+		if err := w.narrowNewRoot(); err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("create destination %s: %w", dst, err)
+		}
+	}
 	w.bufs.New = func() any { return bufio.NewWriterSize(nil, o.WriteBufferBytes) }
 	return w, nil
+}
+
+// narrowNewRoot records the mode mkdir gave the new DST (rootMode) and
+// takes group and other access away from it until settleRoot. chmod(2)
+// changes only the owner, group class (the ACL mask, with an ACL) and
+// other entries, which the mode holds, so settleRoot's chmod back to
+// rootMode restores the ACL mkdir made exactly. When this process could
+// not set the setgid bit again (not root and not in DST's group, where
+// chmod clears it), DST is left as mkdir made it.
+func (w *Writer) narrowNewRoot() error {
+	var st unix.Stat_t
+	if err := unix.Fstat(w.rootFd, &st); err != nil {
+		return err
+	}
+	w.rootMode = st.Mode & 0o7777
+	if w.rootMode&0o077 == 0 || (w.rootMode&unix.S_ISGID != 0 && !mayKeepSetgid(st.Gid)) {
+		return nil
+	}
+	if err := unix.Fchmod(w.rootFd, w.rootMode&^0o077); err != nil {
+		return err
+	}
+	w.rootNarrowed = true
+	return nil
+}
+
+// mayKeepSetgid reports whether chmod(2) by this process keeps the setgid
+// bit of a file of group gid: it does for root and for a member of gid.
+func mayKeepSetgid(gid uint32) bool {
+	if os.Geteuid() == 0 || uint32(os.Getegid()) == gid {
+		return true
+	}
+	groups, _ := os.Getgroups()
+	for _, g := range groups {
+		if uint32(g) == gid {
+			return true
+		}
+	}
+	return false
 }
 
 // Close removes the temporary files of split files that were prepared and
