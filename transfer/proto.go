@@ -30,7 +30,8 @@ import (
 // Version 6 added the per-entry errors to the itemize reply (an entry a
 // restore could not change, as a dry run reports it), and allows LinkTo on
 // every kind of entry but directories (hardlinked symlinks, fifos and
-// devices), which version 5 refused in the file list.
+// devices), which version 5 refused in the file list; a version-6 sender
+// merges Roots that overlap (-R, --files-from), as rsync does.
 const ProtocolVersion = 6
 
 // magic opens the handshake in both directions, so that a peer that is not a
