@@ -54,6 +54,9 @@ func (w *Writer) mkdir(cur *dirCursor, e *treewalk.Entry) error {
 		return err
 	}
 	err = unix.Mkdirat(dirfd, base, 0o700)
+	if err == nil {
+		cur.markMade(e.Path)
+	}
 	if err != unix.EEXIST {
 		return err
 	}
@@ -78,7 +81,12 @@ func (w *Writer) check(cur *dirCursor, e *treewalk.Entry) (need bool, basisSize 
 	if err != nil {
 		return false, 0, err
 	}
-	st, err := lstatAt(dirfd, base)
+	var st unix.Stat_t
+	if cur.inMade() {
+		err = unix.ENOENT // a directory this Plan made holds nothing of the list yet
+	} else {
+		st, err = lstatAt(dirfd, base)
+	}
 	if err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == e.Size && st.Mtim.Nano() == e.MtimeNs {
 		return false, 0, w.fixMeta(dirfd, base, &st, e)
 	}
