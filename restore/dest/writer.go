@@ -33,10 +33,10 @@ func tempName(base string) string {
 
 // Writer is the safe writer: the only code that writes into a destination
 // tree, for every method. It resolves every path beneath the destination
-// without following symlinks, writes each file to a temporary name in its
-// directory, sets owner, mode and mtime on the open descriptor, then renames
-// it into place, so a file never appears under its final name half-written
-// or with the wrong permissions. WriteItem, Commit and OpenBasis are safe
+// without following symlinks, writes each file to an unnamed or temporary
+// file in its directory, sets owner, mode and mtime on the open descriptor,
+// then links or renames it into place, so a file never appears under its
+// final name half-written or with the wrong permissions. WriteItem, Commit and OpenBasis are safe
 // for concurrent use by any number of streams, and several Writers (in
 // several processes) may work on one destination, as the streams of a push
 // do; Plan, Finish, FixRsync, RsyncQuickCheck, Delete and Itemize are
