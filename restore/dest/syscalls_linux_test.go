@@ -329,8 +329,10 @@ func TestReceiverSyscallsPerSmallFile(t *testing.T) {
 	}
 	for _, name := range []string{"epoll_ctl", "fcntl", "flistxattr", "listxattrat", "newfstatat", "fstat", "renameat", "openat2"} {
 		limit := 0.05
-		if name == "openat2" || name == "listxattrat" { // directories: once per pass (Plan, the writes, Finish)
-			limit = 3*float64(dirs)/float64(n) + 0.01
+		if name == "openat2" || name == "listxattrat" {
+			// Directories: once per pass (Plan, the writes, Finish's
+			// cursor and its directory metadata).
+			limit = 4*float64(dirs)/float64(n) + 0.01
 		}
 		if v := ours[name][0]; v > limit {
 			t.Errorf("%s: %.2f calls per file, want at most %.2f (none per file)", name, v, limit)
