@@ -2,7 +2,8 @@
 # Installs the programs the tests use when they are missing: OpenSSH's
 # server and client, rsync, GNU tar, the zstd, lz4 and gzip tools (tar
 # archive tests), chattr (a per-file failure test), and setfacl, setfattr,
-# setcap (xattr, ACL and file capability tests: acl, attr, libcap2-bin). Needs root (CI runs as root);
+# setcap (xattr, ACL and file capability tests: acl, attr, libcap2-bin), and
+# strace (the system-call count of the safe writer). Needs root (CI runs as root);
 # otherwise it says what to install.
 set -euo pipefail
 need=()
@@ -18,6 +19,7 @@ command -v chattr >/dev/null 2>&1 || need+=(e2fsprogs)
 command -v setfacl >/dev/null 2>&1 || need+=(acl)
 command -v setfattr >/dev/null 2>&1 || need+=(attr)
 command -v setcap >/dev/null 2>&1 || need+=(libcap2-bin)
+command -v strace >/dev/null 2>&1 || need+=(strace)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "deps: missing ${need[*]}; install them (as root: apt-get install -y ${need[*]})" >&2

@@ -247,17 +247,42 @@ func (s *LocalSource) Open(ctx context.Context, it *Item) (io.ReadCloser, error)
 	if err != nil {
 		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), it.Entry.Path)
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
+	// The descriptor stays a plain one: an *os.File would cost an fcntl
+	// and a failed registration with Go's poller (a regular file cannot
+	// be polled) per file.
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("stat: %w", err)
 	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
 		return nil, fmt.Errorf("no longer a regular file")
 	}
-	return &rangeReader{f: f, r: io.NewSectionReader(f, it.Offset, it.Length), entry: &it.Entry}, nil
+	return &rangeReader{fd: fd, r: io.NewSectionReader(fdReaderAt(fd), it.Offset, it.Length), entry: &it.Entry}, nil
+}
+
+// fdReaderAt reads a regular file's descriptor with pread(2).
+type fdReaderAt int
+
+// ReadAt implements io.ReaderAt: it fills p from off, or returns io.EOF
+// with what there was before the end of the file.
+func (f fdReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		k, err := unix.Pread(int(f), p[n:], off+int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if k == 0 {
+			return n, io.EOF
+		}
+		n += k
+	}
+	return n, nil
 }
 
 // Close releases the bases.
@@ -275,7 +300,7 @@ func (s *LocalSource) Close() error {
 }
 
 type rangeReader struct {
-	f      *os.File
+	fd     int
 	r      *io.SectionReader
 	entry  *treewalk.Entry
 	served int64
@@ -293,13 +318,22 @@ func (r *rangeReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (r *rangeReader) Close() error { return r.f.Close() }
+// Close closes the file; later calls do nothing (the descriptor number
+// may belong to another file by then).
+func (r *rangeReader) Close() error {
+	if r.fd < 0 {
+		return nil
+	}
+	fd := r.fd
+	r.fd = -1
+	return unix.Close(fd)
+}
 
 // unchanged checks the open file against the file list's size and mtime
 // (see finishRead).
 func (r *rangeReader) unchanged() error {
 	var st unix.Stat_t
-	if err := unix.Fstat(int(r.f.Fd()), &st); err != nil {
+	if err := unix.Fstat(r.fd, &st); err != nil {
 		return fmt.Errorf("stat after reading: %w", err)
 	}
 	if st.Size != r.entry.Size || st.Mtim.Nano() != r.entry.MtimeNs {

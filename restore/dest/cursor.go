@@ -17,7 +17,23 @@ type dirCursor struct {
 	w   *Writer
 	dir string
 	fd  int
+	// made holds the directories this pass created (Plan's mkdir): until
+	// the pass ends, nothing of the list is in them yet.
+	made map[string]bool
 }
+
+// markMade records that the pass created the directory rel.
+func (c *dirCursor) markMade(rel string) {
+	if c.made == nil {
+		c.made = map[string]bool{}
+	}
+	c.made[rel] = true
+}
+
+// inMade reports whether the cursor's current directory (the last
+// parent's) is one the pass created: a name in it needs no lookup to be
+// known missing, unless two entries of the list share it.
+func (c *dirCursor) inMade() bool { return c.made[c.dir] }
 
 // parent returns the descriptor of rel's directory (owned by the cursor)
 // and rel's last component.

@@ -15,9 +15,18 @@
 //     descriptor, or through /proc/self/fd/DIRFD/NAME, never a path from
 //     DST's root;
 //   - a file appears under its final name only complete and with its
-//     owner, mode and mtime already set: it is written to a temporary name
-//     in its directory (".restoresync-<hash>.tmp"), its metadata is set on
-//     the open descriptor, then it is renamed into place;
+//     owner, mode and mtime already set: it is written to an unnamed
+//     file in its directory (O_TMPFILE), its metadata is set on the open
+//     descriptor, then it is linked into place (linkat, which never
+//     replaces a name); where the file system has no O_TMPFILE, or the
+//     file replaces one DST has, it is written to a temporary name
+//     (".restoresync-<hash>.tmp") and renamed into place;
+//   - each directory the data path writes into is resolved once (with the
+//     rules above) and its descriptor kept in a small bounded cache, so a
+//     small file new to DST costs six system calls (open, write, chown,
+//     mtime, link, close), with chmod only when the umask or an ACL
+//     changes its mode and no xattr listing for a file just made (see
+//     item.go, dircache.go);
 //   - directory modes and mtimes are set after their contents, deepest
 //     first; symlinks, hardlinks (of files, symlinks, fifos and devices),
 //     empty files and empty directories are recreated as such, and a
@@ -53,11 +62,12 @@
 // directories with mode 0700 and the current time as mtime (but a DST
 // this Writer created, for a list without a "." entry, has the mode mkdir
 // gave it from Plan on). A file that fails has
-// its temporary file removed at once; Close removes those of split files
-// not committed; only a killed writer leaves temporary files. A rerun
-// skips the completed files (quick check: same size and mtime), truncates
-// and reuses the temporary names it needs, and its Finish removes the
-// stale ones and sets every directory's metadata. An interrupted Delete
+// its temporary file removed at once (an unnamed one never had a name);
+// Close removes those of split files not committed; only a killed writer
+// leaves named temporary files. A rerun skips the completed files (quick
+// check: same size and mtime), truncates and reuses the temporary names
+// it needs, and its Finish removes the stale ones and sets every
+// directory's metadata. An interrupted Delete
 // leaves some extras, which a rerun removes.
 //
 // A restore through a Writer, the raw method:
@@ -65,7 +75,7 @@
 //	w := NewWriter(dst, opts)            // DST made (mkdir 0777, owner-only) if missing, opened
 //	plan := w.Plan(ctx, entries)         // mkdir, quick check, split temps, signatures
 //	for each item of plan.Need, on any stream:
-//	    w.WriteItem(ctx, item, data)     // temp name, metadata on the fd, rename
+//	    w.WriteItem(ctx, item, data)     // unnamed temp, metadata on the fd, link
 //	for each split file, once its blocks are in:
 //	    w.Commit(ctx, entry)             // metadata on the fd, rename
 //	w.Delete(ctx, entries)               // --delete: extras below the roots
@@ -81,7 +91,8 @@
 // WriterOptions and their defaults; writer.go — Writer, NewWriter, Close,
 // temporary names, metadata on a descriptor; cursor.go — the directory
 // cursor and the pass over a file list; plan.go — Plan (mkdir, quick
-// check); item.go — WriteItem, Commit, OpenBasis, split files;
+// check); item.go — WriteItem, Commit, OpenBasis, split files, unnamed
+// temporary files; dircache.go — the data path's directory descriptors;
 // signatures.go — basis signatures for deltas; finish.go — Finish
 // (symlinks, special files, hardlinks, directory metadata); hardlink.go
 // — hardlink groups, linking a name to a member DST holds up to date
@@ -90,7 +101,8 @@
 // itemize_way.go — the deletions of a directory in the way of a file;
 // itemize_xattr.go — the 'a' and 'x' letters; escape.go —
 // EscapeItemized, names printed as rsync prints them;
-// fs_linux.go — symlink-proof *at operations; xattr_linux.go — xattrs and
+// fs_linux.go — symlink-proof *at operations, linking unnamed files;
+// xattr_linux.go — xattrs and
 // ACLs on DST; sparse.go — holes; owner.go — OwnerPolicy, IDLookup;
 // idmap.go — --usermap, --groupmap; chmod.go — --chmod; extract.go —
 // Extractor; extractentry.go — one archive entry's checks and writes;

@@ -2,6 +2,8 @@ package dest
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -20,6 +22,63 @@ import (
 // beneath rootFd without following any symlink. The caller closes the fd.
 func openDirBeneath(rootFd int, rel string) (int, error) {
 	return treewalk.OpenBeneath(rootFd, rel, unix.O_RDONLY|unix.O_DIRECTORY)
+}
+
+// How the Writer links an unnamed (O_TMPFILE) file into place; the
+// first such file finds it (Writer.tmpLink).
+const (
+	linkUnknown   int32 = iota // not tried yet
+	linkEmptyPath              // linkat(fd, "", AT_EMPTY_PATH): needs CAP_DAC_READ_SEARCH
+	linkProcFd                 // linkat of /proc/self/fd/N, following that magic link to the open file
+	linkNone                   // neither works here: files get temporary names
+)
+
+// linkTmpfile gives the unnamed file open at fd the name name in dirfd,
+// the way m says. Like every link, it never replaces what is at name
+// (EEXIST) and never follows it.
+func linkTmpfile(fd, dirfd int, name string, m int32) error {
+	if m == linkProcFd {
+		return unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), dirfd, name, unix.AT_SYMLINK_FOLLOW)
+	}
+	return unix.Linkat(fd, "", dirfd, name, unix.AT_EMPTY_PATH)
+}
+
+// probeTmpfileLink links the unnamed file fd as name in dirfd each way in
+// turn and returns the first that works; linkNone when neither is
+// allowed, linkUnknown when the link failed for another reason (say, a
+// full directory) and the next file should try again.
+func probeTmpfileLink(fd, dirfd int, name string) int32 {
+	var err error
+	for _, m := range []int32{linkEmptyPath, linkProcFd} {
+		if err = linkTmpfile(fd, dirfd, name, m); err == nil {
+			return m
+		}
+	}
+	if err == unix.ENOENT || err == unix.EPERM || err == unix.EACCES || err == unix.EXDEV {
+		return linkNone
+	}
+	return linkUnknown
+}
+
+// readUmask returns this process's umask (permission bits), or -1 if it
+// cannot be read, without changing it: from the "Umask:" line of
+// /proc/self/status (Linux 4.7 and later), since umask(2) would change it
+// for every thread while it is read.
+func readUmask() int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+			u, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
+			if err != nil {
+				return -1
+			}
+			return int(u & 0o777)
+		}
+	}
+	return -1
 }
 
 // futimens sets fd's mtime to ns nanoseconds since the epoch, leaving atime.

@@ -53,45 +53,44 @@ func openBasisAt(dirfd int, base string, size int64) (*os.File, error) {
 	return os.NewFile(uintptr(fd), base), nil
 }
 
-// WriteItem implements transfer.ItemWriter: a whole file goes to its
-// temporary name, gets its metadata and is renamed into place; a block of a
-// split file is written at its offset into the file's prepared temporary
-// file (Commit puts it in place). On error the temporary file of a whole
-// file is removed. A delta item is written the same way: r yields the
-// rebuilt data, and fails rather than end if it does not match the
+// WriteItem implements transfer.ItemWriter: a whole file is written to an
+// unnamed temporary file (O_TMPFILE) in its directory, or where the file
+// system has none, or the file replaces one DST has, to its temporary
+// name; it gets its metadata on the descriptor and only then its final
+// name (linkat, which fails rather than replace anything, or rename). A
+// block of a split file is written at its offset into the file's prepared
+// temporary file (Commit puts it in place). On error the temporary file of
+// a whole file is removed. A delta item is written the same way: r yields
+// the rebuilt data, and fails rather than end if it does not match the
 // sender's hash, so a bad delta never reaches the final name.
 func (w *Writer) WriteItem(ctx context.Context, it *transfer.Item, r io.Reader) error {
-	dirfd, base, err := w.parent(it.Entry.Path)
+	dir, base := splitPath(it.Entry.Path)
+	d, err := w.dirs.get(w, dir)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(dirfd)
-	tmp := tempName(base)
-	flags := unix.O_WRONLY | unix.O_NOFOLLOW | unix.O_CLOEXEC
-	if !it.Split {
-		flags |= unix.O_CREAT | unix.O_TRUNC
+	defer w.dirs.release(d)
+	if it.Split {
+		return w.writeBlock(d.fd, base, it, r)
 	}
-	fd, err := unix.Openat(dirfd, tmp, flags, 0o600)
+	return w.writeWhole(d, base, it, r)
+}
+
+// writeBlock writes a block of a split file into its temporary file.
+func (w *Writer) writeBlock(dirfd int, base string, it *transfer.Item, r io.Reader) error {
+	tmp := tempName(base)
+	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		if it.Split && err == unix.ENOENT {
+		if err == unix.ENOENT {
 			return fmt.Errorf("block at %d: %w", it.Offset, transfer.ErrSplitGone)
 		}
-		return fmt.Errorf("create temporary file: %w", err)
+		return fmt.Errorf("open temporary file: %w", err)
 	}
-	f := os.NewFile(uintptr(fd), tmp)
-	err = w.copyData(f, it, r)
-	if err == nil && !it.Split {
-		err = w.applyMeta(fd, &it.Entry)
-	}
-	if cerr := f.Close(); err == nil && cerr != nil {
+	err = w.copyData(fdFile(fd), it, r)
+	if cerr := unix.Close(fd); err == nil && cerr != nil {
 		err = fmt.Errorf("close: %w", cerr)
 	}
-	if err == nil && !it.Split {
-		if err = w.renameReplacing(dirfd, tmp, base); err != nil {
-			err = fmt.Errorf("rename into place: %w", err)
-		}
-	}
-	if err != nil && (!it.Split || !errors.Is(err, transfer.ErrDeltaFailed)) {
+	if err != nil && !errors.Is(err, transfer.ErrDeltaFailed) {
 		// A split file with a failed block cannot be completed in this
 		// run (a failed delta block is resent whole into it): its
 		// temporary file goes now, so that a full disk gets its space
@@ -101,13 +100,134 @@ func (w *Writer) WriteItem(ctx context.Context, it *transfer.Item, r io.Reader) 
 	return err
 }
 
-func (w *Writer) copyData(f *os.File, it *transfer.Item, r io.Reader) error {
+// writeWhole writes a whole file and puts it in place.
+func (w *Writer) writeWhole(d *cachedDir, base string, it *transfer.Item, r io.Reader) error {
+	tmp := tempName(base)
+	// A delta's basis is the file at base: the new file replaces it.
+	ft, err := w.createTemp(d, tmp, it.Delta == nil, w.createMode(d, &it.Entry))
+	if err != nil {
+		return fmt.Errorf("create temporary file: %w", err)
+	}
+	err = w.copyData(fdFile(ft.fd), it, r)
+	if err == nil {
+		// A file just made has no xattrs, unless its directory's
+		// default ACL gave it an access ACL.
+		err = w.setMeta(ft.fd, &it.Entry, !ft.fresh || d.defaultACL, !ft.modeSet)
+	}
+	if err == nil && ft.unnamed {
+		m := w.tmpLink.Load()
+		if err = linkTmpfile(ft.fd, d.fd, base, m); err == unix.EEXIST {
+			// DST has base: the file takes its temporary name (a
+			// killed run's is replaced), and the rename below
+			// replaces base.
+			if err = linkTmpfile(ft.fd, d.fd, tmp, m); err == unix.EEXIST {
+				unix.Unlinkat(d.fd, tmp, 0)
+				err = linkTmpfile(ft.fd, d.fd, tmp, m)
+			}
+			if err == nil {
+				ft.unnamed = false
+			} else {
+				err = fmt.Errorf("link under its temporary name: %w", err)
+			}
+		} else if err != nil {
+			err = fmt.Errorf("link into place: %w", err)
+		} else {
+			ft.placed = true
+		}
+	}
+	if cerr := unix.Close(ft.fd); err == nil && cerr != nil {
+		err = fmt.Errorf("close: %w", cerr)
+		if ft.placed { // the data may not all be there: the name goes
+			unix.Unlinkat(d.fd, base, 0)
+		}
+	}
+	if err == nil && !ft.placed {
+		if err = w.renameReplacing(d.fd, tmp, base); err != nil {
+			err = fmt.Errorf("rename into place: %w", err)
+		}
+	}
+	if err != nil && !ft.unnamed {
+		unix.Unlinkat(d.fd, tmp, 0)
+	}
+	return err
+}
+
+// tempFile is the temporary file of a whole file being written.
+type tempFile struct {
+	fd      int
+	unnamed bool // an O_TMPFILE file, not linked yet
+	fresh   bool // made by this call: it has no xattrs of its own
+	placed  bool // linked under its final name
+	modeSet bool // made with its final mode
+}
+
+// createMode returns the mode an unnamed temporary file for e in d can be
+// made with so that it needs no chmod, or 0 if it needs one: the umask
+// is known and takes nothing from e's mode, no default ACL of d replaces
+// the umask and no ACL of e rewrites the group bits, and the mode has no
+// setuid or setgid bit (a chown as root clears them). An unnamed file is
+// seen by no one before it has its metadata; a named one is made 0600.
+func (w *Writer) createMode(d *cachedDir, e *treewalk.Entry) uint32 {
+	umask, ok := w.umaskBits()
+	if !ok || d.defaultACL || !w.opts.NoACLs && len(e.ACL) > 0 {
+		return 0
+	}
+	_, _, mode := w.policy.Resolve(e)
+	if mode&umask != 0 || mode&0o6000 != 0 || mode == 0 {
+		return 0
+	}
+	return mode
+}
+
+// createTemp makes the temporary file of a whole file in d: unnamed
+// (O_TMPFILE) when unnamed is asked, the file system supports it and the
+// Writer can link such files, with mode when it is not 0 (see
+// createMode), else 0600 under its temporary name tmp (created
+// exclusively, or truncated when a killed run left it).
+func (w *Writer) createTemp(d *cachedDir, tmp string, unnamed bool, mode uint32) (tempFile, error) {
+	if m := w.tmpLink.Load(); unnamed && !d.noTmpfile.Load() && m != linkNone {
+		perm := uint32(0o600)
+		if m == linkUnknown {
+			mode = 0 // the first is named at once (below): 0600
+		} else if mode != 0 {
+			perm = mode
+		}
+		fd, err := unix.Openat(d.fd, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, perm)
+		switch {
+		case err == nil && m != linkUnknown:
+			return tempFile{fd: fd, unnamed: true, fresh: true, modeSet: mode != 0}, nil
+		case err == nil:
+			// The first one: which way of linking it works here is
+			// found by giving it its temporary name.
+			unix.Unlinkat(d.fd, tmp, 0)
+			m := probeTmpfileLink(fd, d.fd, tmp)
+			if m != linkUnknown {
+				w.tmpLink.Store(m)
+			}
+			if m != linkNone && m != linkUnknown {
+				return tempFile{fd: fd, fresh: true}, nil
+			}
+			unix.Close(fd)
+		case err == unix.EOPNOTSUPP || err == unix.EISDIR || err == unix.EINVAL:
+			d.noTmpfile.Store(true)
+		}
+	}
+	flags := unix.O_WRONLY | unix.O_CREAT | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := unix.Openat(d.fd, tmp, flags|unix.O_EXCL, 0o600)
+	if err == nil {
+		return tempFile{fd: fd, fresh: true}, nil
+	}
+	if err != unix.EEXIST {
+		return tempFile{fd: -1}, err
+	}
+	fd, err = unix.Openat(d.fd, tmp, flags|unix.O_TRUNC, 0o600)
+	return tempFile{fd: fd}, err
+}
+
+func (w *Writer) copyData(f fdFile, it *transfer.Item, r io.Reader) error {
 	bw := w.bufs.Get().(*bufio.Writer)
 	defer w.bufs.Put(bw)
-	// writerOnly hides *os.File's ReadFrom: through it, bufio's ReadFrom
-	// would hand each file to os.File.ReadFrom, whose generic path
-	// allocates a fresh copy buffer per call (a GC cost per small file).
-	var dst io.Writer = writerOnly{f}
+	var dst io.Writer = f
 	sparse := it.Entry.Sparse && !w.opts.NoSparse
 	switch {
 	case sparse:
@@ -128,24 +248,68 @@ func (w *Writer) copyData(f *os.File, it *transfer.Item, r io.Reader) error {
 		return fmt.Errorf("%w: got %d bytes, expected %d", transfer.ErrSizeMismatch, n, it.Length)
 	}
 	if sparse && !it.Split {
-		if err := f.Truncate(it.Entry.Size); err != nil { // a trailing hole
+		if err := unix.Ftruncate(int(f), it.Entry.Size); err != nil { // a trailing hole
 			return fmt.Errorf("set size: %w", err)
 		}
 	}
 	return nil
 }
 
-// writerOnly is an io.Writer with no other methods (no io.ReaderFrom).
-type writerOnly struct{ io.Writer }
+// fdFile is the descriptor of a regular file being written, written with
+// plain system calls: unlike an *os.File it costs no fcntl when made and
+// no attempt to register it with Go's poller, and it has no ReadFrom,
+// through which bufio's ReadFrom would reach os.File.ReadFrom's generic
+// path and its fresh copy buffer per call (a GC cost per small file).
+type fdFile int
+
+// Write implements io.Writer; it writes all of p or fails.
+func (f fdFile) Write(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		k, err := unix.Write(int(f), p[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if k == 0 {
+			return n, io.ErrShortWrite
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// WriteAt implements io.WriterAt; it writes all of p at off or fails.
+func (f fdFile) WriteAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		k, err := unix.Pwrite(int(f), p[n:], off+int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if k == 0 {
+			return n, io.ErrShortWrite
+		}
+		n += k
+	}
+	return n, nil
+}
 
 // Commit implements transfer.Sink: the split file e, all of whose blocks
 // have been written, gets its metadata and is renamed into place.
 func (w *Writer) Commit(ctx context.Context, e *treewalk.Entry) error {
-	dirfd, base, err := w.parent(e.Path)
+	dir, base := splitPath(e.Path)
+	d, err := w.dirs.get(w, dir)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(dirfd)
+	defer w.dirs.release(d)
+	dirfd := d.fd
 	tmp := tempName(base)
 	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {

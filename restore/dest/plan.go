@@ -55,6 +55,9 @@ func (w *Writer) mkdir(cur *dirCursor, e *treewalk.Entry) error {
 		return err
 	}
 	err = unix.Mkdirat(dirfd, base, 0o700)
+	if err == nil {
+		cur.markMade(e.Path)
+	}
 	if err != unix.EEXIST {
 		return err
 	}
@@ -82,7 +85,12 @@ func (w *Writer) check(cur *dirCursor, e *treewalk.Entry, followers []string) (n
 	if err != nil {
 		return false, 0, err
 	}
-	st, err := lstatAt(dirfd, base)
+	var st unix.Stat_t
+	if cur.inMade() {
+		err = unix.ENOENT // a directory this Plan made holds nothing of the list yet
+	} else {
+		st, err = lstatAt(dirfd, base)
+	}
 	if err == nil && quickMatch(&st, e) {
 		return false, 0, w.fixMeta(dirfd, base, &st, e)
 	}

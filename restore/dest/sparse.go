@@ -3,7 +3,6 @@ package dest
 import (
 	"bytes"
 	"fmt"
-	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,7 +29,7 @@ var zeroBlock [sparseBlock]byte
 // earlier attempt, a failed delta, may have written), it punches a hole
 // there instead. Not safe for concurrent use.
 type sparseWriter struct {
-	f     *os.File
+	f     fdFile
 	off   int64
 	punch bool
 }
@@ -50,7 +49,7 @@ func (s *sparseWriter) Write(p []byte) (int, error) {
 				k += j
 			}
 			if s.punch {
-				err := unix.Fallocate(int(s.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, s.off, int64(k))
+				err := unix.Fallocate(int(s.f), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, s.off, int64(k))
 				if err != nil {
 					return n - len(p), fmt.Errorf("punch a hole: %w", err)
 				}

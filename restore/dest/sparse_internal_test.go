@@ -26,7 +26,7 @@ func TestSparseWriter(t *testing.T) {
 		if punch { // an earlier attempt left garbage everywhere
 			f.Write(bytes.Repeat([]byte{0xee}, len(want)))
 		}
-		w := &sparseWriter{f: f, punch: punch}
+		w := &sparseWriter{f: fdFile(f.Fd()), punch: punch}
 		size := 3000 // odd write sizes
 		if punch {
 			size = 2 * sparseBlock // aligned, as bufio's writes of a block are: partial punches free nothing

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zeebo/xxh3"
 	"golang.org/x/sys/unix"
@@ -32,10 +33,10 @@ func tempName(base string) string {
 
 // Writer is the safe writer: the only code that writes into a destination
 // tree, for every method. It resolves every path beneath the destination
-// without following symlinks, writes each file to a temporary name in its
-// directory, sets owner, mode and mtime on the open descriptor, then renames
-// it into place, so a file never appears under its final name half-written
-// or with the wrong permissions. WriteItem, Commit and OpenBasis are safe
+// without following symlinks, writes each file to an unnamed or temporary
+// file in its directory, sets owner, mode and mtime on the open descriptor,
+// then links or renames it into place, so a file never appears under its
+// final name half-written or with the wrong permissions. WriteItem, Commit and OpenBasis are safe
 // for concurrent use by any number of streams, and several Writers (in
 // several processes) may work on one destination, as the streams of a push
 // do; Plan, Finish, FixRsync, RsyncQuickCheck, Delete and Itemize are
@@ -61,6 +62,18 @@ type Writer struct {
 
 	splitMu    sync.Mutex
 	splitTemps map[string]bool // split files prepared and not yet committed
+
+	dirs    dirCache     // the data path's open directories
+	tmpLink atomic.Int32 // how O_TMPFILE files are linked (link* in fs_linux.go)
+
+	umaskOnce sync.Once
+	umask     int // the process umask, -1 if unknown (umaskBits)
+}
+
+// umaskBits returns the process umask and whether it is known.
+func (w *Writer) umaskBits() (uint32, bool) {
+	w.umaskOnce.Do(func() { w.umask = readUmask() })
+	return uint32(w.umask), w.umask >= 0
 }
 
 // NewWriter creates dst if missing and opens it; with o.DryRun it only
@@ -155,6 +168,7 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.removeSplitTemps()
+	w.dirs.closeAll()
 	return unix.Close(w.rootFd)
 }
 
@@ -180,19 +194,35 @@ func (w *Writer) parent(rel string) (int, string, error) {
 // applyMeta sets owner, ACLs, mode, xattrs and mtime on the open
 // descriptor fd, in that order (chown clears setuid bits and file
 // capabilities, so chmod and xattrs come after it; see xattr_linux.go).
-func (w *Writer) applyMeta(fd int, e *treewalk.Entry) error {
+func (w *Writer) applyMeta(fd int, e *treewalk.Entry) error { return w.setMeta(fd, e, true, true) }
+
+// setMeta is applyMeta; without list, fd is a file this Writer has just
+// made, which has no xattrs or ACLs of its own, so none are listed (and
+// none are touched unless e has some); without chmod, fd was made with
+// its final mode, which nothing here changes (e has no ACL, its mode no
+// setuid or setgid bit for chown to clear), so it is not set again.
+func (w *Writer) setMeta(fd int, e *treewalk.Entry, list, chmod bool) error {
 	uid, gid, mode := w.policy.Resolve(e)
 	if w.chown {
 		if err := unix.Fchown(fd, uid, gid); err != nil {
 			return fmt.Errorf("chown %d:%d: %w", uid, gid, err)
 		}
 	}
-	err := w.syncMeta(fdTarget(fd), e, func() error {
+	setMode := func() error {
+		if !chmod {
+			return nil
+		}
 		if err := unix.Fchmod(fd, mode); err != nil {
 			return fmt.Errorf("chmod %04o: %w", mode, err)
 		}
 		return nil
-	})
+	}
+	var err error
+	if list {
+		err = w.syncMeta(fdTarget(fd), e, setMode)
+	} else {
+		err = w.syncMetaFrom(fdTarget(fd), nil, e, setMode)
+	}
 	if err != nil {
 		return err
 	}
@@ -216,6 +246,11 @@ func (w *Writer) syncMeta(t xattrTarget, e *treewalk.Entry, chmod func() error) 
 			return err
 		}
 	}
+	return w.syncMetaFrom(t, cur, e, chmod)
+}
+
+// syncMetaFrom is syncMeta on a target whose names are cur.
+func (w *Writer) syncMetaFrom(t xattrTarget, cur []string, e *treewalk.Entry, chmod func() error) error {
 	sync := len(cur) > 0 || w.hasXattrs(e)
 	if sync {
 		if err := w.syncXattrs(t, cur, partACL, e); err != nil {
