@@ -148,7 +148,7 @@ and times on each file as it lands.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitError{exitUsage, fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath())}
 	})
-	root.AddCommand(newRestoreCmd(), newServeCmd(), newBenchCmd())
+	root.AddCommand(newRestoreCmd(), newLsCmd(), newServeCmd(), newBenchCmd())
 	addOpsCommands(root)
 	return root
 }
