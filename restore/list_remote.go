@@ -59,7 +59,7 @@ func (l *remoteLister) list(ctx context.Context, root transfer.SourceRoot, depth
 // agentList lists root on a sender stream of its own, and reads the
 // regular files' data through it to hash them when sums is set.
 func (l *remoteLister) agentList(ctx context.Context, root transfer.SourceRoot, filters []string, sums bool) (treewalk.List, map[string]string, error) {
-	h := transfer.Hello{Role: transfer.RoleSender, Path: root.Base, Roots: []transfer.SourceRoot{root}, Filters: filters, Version: l.o.Version}
+	h := transfer.Hello{Role: transfer.RoleSender, Path: root.Base, Roots: []transfer.SourceRoot{root}, Filters: filters, Version: l.o.Version, Compression: "none"}
 	_, c, err := transfer.Open(ctx, l.d, h, l.timeouts())
 	if err != nil {
 		var re *transfer.RemoteError

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -174,12 +175,13 @@ func isoTime(ns int64) string {
 }
 
 // escapeName prints a name as rsync does in a UTF-8 locale: control
-// characters, DEL and bytes that are not valid UTF-8 become \#OOO.
+// characters but the tab, DEL and bytes that are not valid UTF-8 become
+// \#OOO.
 func escapeName(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && n <= 1) || r < 0x20 || r == 0x7f {
+		if (r == utf8.RuneError && n <= 1) || r < 0x20 && r != '\t' || r == 0x7f {
 			fmt.Fprintf(&b, "\\#%03o", s[i])
 			i++
 			continue
@@ -196,7 +198,11 @@ type lsJSON struct {
 	// PATH's parent (rsync --list-only's name), exact.
 	Path string `json:"path"`
 	Name string `json:"name"`
-	Kind string `json:"kind"`
+	// NameBase64 is Name's exact bytes, base64 (RFC 4648, padded), when
+	// they are not valid UTF-8: JSON strings cannot carry them, and Name
+	// then holds U+FFFD for each bad byte.
+	NameBase64 string `json:"name_base64,omitempty"`
+	Kind       string `json:"kind"`
 	// Mode is the permission and set-id bits (07777), Perms as ls prints them.
 	Mode       uint32 `json:"mode"`
 	Perms      string `json:"perms"`
@@ -208,8 +214,10 @@ type lsJSON struct {
 	MtimeNs    int64  `json:"mtime_ns"`
 	Mtime      string `json:"mtime"`
 	LinkTarget string `json:"link_target,omitempty"`
-	HardlinkTo string `json:"hardlink_to,omitempty"`
-	Checksum   string `json:"xxh3,omitempty"`
+	// LinkTargetBase64 is LinkTarget's bytes when they are not UTF-8.
+	LinkTargetBase64 string `json:"link_target_base64,omitempty"`
+	HardlinkTo       string `json:"hardlink_to,omitempty"`
+	Checksum         string `json:"xxh3,omitempty"`
 	// Version numbers identical contents in --versions, newest first;
 	// Missing marks a PATH without the file.
 	Version int  `json:"version,omitempty"`
@@ -217,9 +225,18 @@ type lsJSON struct {
 }
 
 func newLsJSON(path string, e *restore.ListEntry) lsJSON {
-	return lsJSON{Path: path, Name: e.Path, Kind: e.Kind.String(), Mode: e.Mode, Perms: e.ModeString(),
+	return lsJSON{NameBase64: base64IfNotUTF8(e.Path), LinkTargetBase64: base64IfNotUTF8(e.LinkTarget),
+		Path: path, Name: e.Path, Kind: e.Kind.String(), Mode: e.Mode, Perms: e.ModeString(),
 		Uid: e.Uid, Gid: e.Gid, User: e.User, Group: e.Group, Size: e.DisplaySize(), MtimeNs: e.MtimeNs,
 		Mtime: time.Unix(0, e.MtimeNs).Format(time.RFC3339Nano), LinkTarget: e.LinkTarget, HardlinkTo: e.LinkTo, Checksum: e.Checksum}
+}
+
+// base64IfNotUTF8 is s in base64 when it is not valid UTF-8, else "".
+func base64IfNotUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return ""
+	}
+	return base64.StdEncoding.EncodeToString([]byte(s))
 }
 
 // printVersions prints --versions' table: a row a PATH, the ones holding
