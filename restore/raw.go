@@ -119,6 +119,7 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 		if rep.Changes == nil {
 			rep.Changes = []string{}
 		}
+		rep.ChangeEntries = changeEntries(lines, entries)
 		if o.DryRun {
 			rep.DryRun = true
 			return ctx.Err()
