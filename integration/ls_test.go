@@ -368,6 +368,33 @@ func TestE2ELsVersions(t *testing.T) {
 		check(name, loc)
 	}
 
+	// A pattern, expanded by the agent beneath the tree it serves: the
+	// snapshots that hold the file, newest first; a symlink out of the
+	// served root matches nothing.
+	if err := os.Symlink("/etc", filepath.Join(snaps, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	for name, loc := range lsEndpoints(t, snaps) {
+		if name == "agent-less over sshd" {
+			continue // the pattern is refused: the agent expands it
+		}
+		rows := lsJSON(t, runBin(t, append([]string{"ls", "--versions", "--json"}, loc(filepath.Join(snaps, "daily.*", rel))...)...))
+		var got []string
+		for _, r := range rows {
+			got = append(got, fmt.Sprintf("%s:%d", filepath.Base(strings.Split(r.Path, "/home/")[0]), r.Version))
+		}
+		if strings.Join(got, " ") != "daily.0:1 daily.1:2 daily.2:2" {
+			t.Errorf("%s: ls --versions daily.*: %v, want daily.0:1 daily.1:2 daily.2:2\n%+v", name, got, rows)
+		}
+		if name != "serve --listen" {
+			continue
+		}
+		r := runBin(t, append([]string{"ls"}, loc(filepath.Join(snaps, "esc*", "pass*"))...)...)
+		if r.code == 0 || strings.Contains(r.stdout, "passwd") {
+			t.Errorf("%s: a pattern through a symlink out of the served root listed %v", name, r)
+		}
+	}
+
 	r := runBin(t, "ls", "--versions", filepath.Join(snaps, "daily.1", rel), filepath.Join(snaps, "daily.3", rel), filepath.Join(snaps, "daily.0", rel))
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if r.code != 0 || len(lines) != 4 || !strings.HasPrefix(lines[0], "VERSION") ||

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -25,7 +26,12 @@ import (
 //     directory as "." and its entries; with Recursive, everything below;
 //   - otherwise PATH is the entry itself, under its base name, and with
 //     Recursive everything below it as NAME/...;
-//   - Directory lists the entry PATH names and nothing below it (ls -d).
+//   - Directory lists the entry PATH names and nothing below it (ls -d);
+//   - a PATH with a pattern character ('*', '?', '[') is expanded on the
+//     sender (the agent's RoleGlob, beneath the tree it serves; locally
+//     filepath.Glob), component by component with path.Match, and each
+//     match is listed as a PATH of its own; a pattern that matches nothing
+//     is listed as the name it is.
 //
 // The sender applies the depth as a filter rule before the user's Filters,
 // so a directory below the depth is not walked at all.
@@ -119,11 +125,37 @@ func List(ctx context.Context, o ListOptions) ([]Listing, error) {
 		}
 		lister = rl
 	}
-	out := make([]Listing, 0, len(locs))
+	type target struct {
+		name string // as the Listing names it
+		path string
+	}
+	var targets []target
 	for i, l := range locs {
-		root, contents := listRoot(l.Path)
+		matches := []string{l.Path}
+		if transfer.HasGlob(l.Path) {
+			m, err := lister.glob(ctx, l.Path)
+			if err != nil {
+				return nil, err
+			}
+			if len(m) > 0 { // else the path as written: it may be a name
+				matches = m
+			}
+		}
+		for _, m := range matches {
+			name := o.Paths[i]
+			if m != l.Path {
+				ml := l
+				ml.Path = m
+				name = ml.String()
+			}
+			targets = append(targets, target{name, m})
+		}
+	}
+	out := make([]Listing, 0, len(targets))
+	for _, tg := range targets {
+		root, contents := listRoot(tg.path)
 		depth := depthRules(contents, o.Recursive, o.Directory)
-		ls := Listing{Path: o.Paths[i]}
+		ls := Listing{Path: tg.name}
 		list, sums, err := lister.list(ctx, root, depth, filters, o.Checksums)
 		if ctx.Err() != nil {
 			return out, ctx.Err()
@@ -196,11 +228,28 @@ func depthRules(contents, recursive, directory bool) []string {
 // xxh3-64 of its regular files by Path. An error wrapping errPathFailed
 // concerns that root only.
 type pathLister interface {
+	// glob expands pattern on the sender: the matching paths, in the
+	// pattern's form; an error is run-fatal.
+	glob(ctx context.Context, pattern string) ([]string, error)
 	list(ctx context.Context, root transfer.SourceRoot, depth, filters []string, sums bool) (treewalk.List, map[string]string, error)
 }
 
 // localLister lists a local tree.
 type localLister struct{}
+
+// glob expands a local pattern as filepath.Glob does.
+func (localLister) glob(_ context.Context, pattern string) ([]string, error) {
+	m, err := filepath.Glob(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrUsage, pattern, err)
+	}
+	if strings.HasSuffix(pattern, "/") {
+		for i := range m {
+			m[i] += "/"
+		}
+	}
+	return m, nil
+}
 
 func (localLister) list(ctx context.Context, root transfer.SourceRoot, depth, filters []string, sums bool) (treewalk.List, map[string]string, error) {
 	src, err := transfer.OpenSelection(transfer.Selection{Roots: []transfer.SourceRoot{root}, Filters: append(depth, filters...)}, transfer.OpenBase)

@@ -56,6 +56,25 @@ func (l *remoteLister) list(ctx context.Context, root transfer.SourceRoot, depth
 	return l.findList(ctx, root, depth, filters, sums)
 }
 
+// glob expands pattern through the agent (transfer.Glob); agent-less,
+// the remote shell would have to expand it, and a pattern there is
+// refused rather than quoted into a command line.
+func (l *remoteLister) glob(ctx context.Context, pattern string) ([]string, error) {
+	if !l.agent {
+		return nil, fmt.Errorf("%w: %s: a pattern in PATH is expanded by the restoresync agent; with --remote-path none, let the local shell expand a list of PATHs", ErrUsage, pattern)
+	}
+	m, err := transfer.Glob(ctx, l.d, pattern, l.o.Version, l.timeouts())
+	if err != nil && agentMissing(err) && l.cd != nil {
+		l.agent = false
+		return l.glob(ctx, pattern)
+	}
+	var re *transfer.RemoteError
+	if errors.As(err, &re) {
+		return nil, fmt.Errorf("%w: %s: %w", ErrUsage, pattern, err)
+	}
+	return m, err
+}
+
 // agentList lists root on a sender stream of its own, and reads the
 // regular files' data through it to hash them when sums is set.
 func (l *remoteLister) agentList(ctx context.Context, root transfer.SourceRoot, filters []string, sums bool) (treewalk.List, map[string]string, error) {

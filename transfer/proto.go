@@ -27,7 +27,9 @@ import (
 // (ErrSplitGone) and SourceRoot.ImpliesRoot. Version 5 made the handshake
 // a sealed wire type: Hello.Receiver is ReceiverOptions, with JSON names of
 // its own, and either side refuses a handshake field it does not know.
-const ProtocolVersion = 5
+// Version 6 added RoleGlob and helloReply.Matches: the agent expands a
+// pattern beneath the tree it serves.
+const ProtocolVersion = 6
 
 // magic opens the handshake in both directions, so that a peer that is not a
 // restoresync agent (a login banner, "command not found") is recognised.
@@ -105,6 +107,9 @@ type helloReply struct {
 	Error   string   `json:"error,omitempty"`
 	// Verify acknowledges Hello.Verify.
 	Verify bool `json:"verify,omitempty"`
+	// Matches are the paths that match a RoleGlob's pattern (none: an
+	// empty list); absent for the other roles.
+	Matches []string `json:"matches,omitempty"`
 }
 
 const maxHelloBytes = 16 << 20 // a --files-from list travels in it
