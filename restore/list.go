@@ -49,8 +49,9 @@ type ListOptions struct {
 	// Filters are rsync's include/exclude rules, as restore's Filters.
 	Filters []treewalk.Rule
 	// Checksums computes the xxh3-64 of each regular file's contents
-	// (ListEntry.Checksum), for --versions. The file's bytes are read
-	// through the restore's read path: with the agent, over its stream.
+	// (ListEntry.Checksum), for --versions, where the file is: the agent
+	// hashes it (transfer.RoleSums, at most 1000 files a path), agent-less
+	// the remote's cat sends it to be hashed here, locally it is read.
 	Checksums bool
 	// SSH says how to reach the remote side; RemotePath NoAgent lists with
 	// the remote's GNU find, and without an agent on the remote the

@@ -75,8 +75,8 @@ func (l *remoteLister) glob(ctx context.Context, pattern string) ([]string, erro
 	return m, err
 }
 
-// agentList lists root on a sender stream of its own, and reads the
-// regular files' data through it to hash them when sums is set.
+// agentList lists root on a sender stream of its own and, when sums is
+// set, asks the agent for its regular files' hashes on another.
 func (l *remoteLister) agentList(ctx context.Context, root transfer.SourceRoot, filters []string, sums bool) (treewalk.List, map[string]string, error) {
 	h := transfer.Hello{Role: transfer.RoleSender, Path: root.Base, Roots: []transfer.SourceRoot{root}, Filters: filters, Version: l.o.Version, Compression: "none"}
 	_, c, err := transfer.Open(ctx, l.d, h, l.timeouts())
@@ -87,48 +87,18 @@ func (l *remoteLister) agentList(ctx context.Context, root transfer.SourceRoot, 
 		}
 		return treewalk.List{}, nil, err
 	}
-	defer c.Close()
 	list, err := c.List(ctx)
+	cerr := c.Close()
+	if err == nil && cerr != nil && !errors.Is(cerr, context.Canceled) {
+		err = cerr
+	}
 	if err != nil || !sums {
 		return list, nil, err
 	}
-	var items []transfer.Item
-	for _, e := range list.Entries {
-		if e.Kind == treewalk.KindFile && e.LinkTo == "" {
-			items = append(items, transfer.Item{Entry: e, Length: e.Size})
-		}
-	}
-	m := map[string]string{}
-	if len(items) == 0 {
-		return list, m, nil
-	}
-	if err := c.SendRead(items); err != nil {
-		return list, nil, err
-	}
-	hw := &hashWriter{sums: m}
-	if _, err := c.RecvRead(ctx, items, hw); err != nil {
-		return list, nil, err
-	}
-	for _, e := range list.Entries {
-		if e.LinkTo != "" {
-			m[e.Path] = m[e.LinkTo]
-		}
-	}
-	return list, m, nil
-}
-
-// hashWriter is the ItemWriter that keeps the xxh3-64 of each item's data
-// instead of writing it; items are whole files. Not safe for concurrent
-// use (RecvRead calls it in order).
-type hashWriter struct{ sums map[string]string }
-
-func (w *hashWriter) WriteItem(ctx context.Context, it *transfer.Item, r io.Reader) error {
-	h := xxh3.New()
-	if _, err := io.Copy(h, r); err != nil {
-		return err
-	}
-	w.sums[it.Entry.Path] = sumHex(h.Sum64())
-	return nil
+	// The agent hashes the files where they are (transfer.RoleSums): their
+	// bytes do not cross the network.
+	m, err := transfer.Sums(ctx, l.d, transfer.Selection{Roots: h.Roots, Filters: h.Filters}, l.o.Version, l.timeouts())
+	return list, m, err
 }
 
 // findListCommandAt is the remote command that lists root agent-less:

@@ -27,8 +27,9 @@ import (
 // (ErrSplitGone) and SourceRoot.ImpliesRoot. Version 5 made the handshake
 // a sealed wire type: Hello.Receiver is ReceiverOptions, with JSON names of
 // its own, and either side refuses a handshake field it does not know.
-// Version 6 added RoleGlob and helloReply.Matches: the agent expands a
-// pattern beneath the tree it serves.
+// Version 6 added RoleGlob and RoleSums with helloReply.Matches and
+// helloReply.Sums: the agent expands a pattern beneath the tree it serves,
+// and hashes files where they are.
 const ProtocolVersion = 6
 
 // magic opens the handshake in both directions, so that a peer that is not a
@@ -110,6 +111,8 @@ type helloReply struct {
 	// Matches are the paths that match a RoleGlob's pattern (none: an
 	// empty list); absent for the other roles.
 	Matches []string `json:"matches,omitempty"`
+	// Sums are a RoleSums reply's content hashes.
+	Sums []FileSum `json:"sums,omitempty"`
 }
 
 const maxHelloBytes = 16 << 20 // a --files-from list travels in it

@@ -96,6 +96,13 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) e
 		}
 		rep.Matches = m
 		return writeHandshake(out, rep)
+	case RoleSums:
+		sums, err := s.sums(ctx)
+		if err != nil {
+			return refuse(err)
+		}
+		rep.Sums = sums
+		return writeHandshake(out, rep)
 	case RoleReceiver:
 		if cfg.ReadOnly || cfg.NewSink == nil {
 			return refuse(errors.New("this endpoint is read-only: it cannot receive files"))
