@@ -42,6 +42,8 @@
 // raw method's delta beside rsync's; methods_test.go — every method on Go's
 // src/net; meta_test.go — xattrs, ACLs, sparse files and devices exactly;
 // select_test.go — -R, SRCs, excludes, --delete, --itemize-changes;
+// ls_test.go — ls against rsync --list-only, --versions over cp -al
+// snapshots, patterns; dryrun_test.go — -n --json's change_entries;
 // account_test.go — --account ownership and the example post-restore hook;
 // progress_test.go — --bwlimit and progress off and on a terminal;
 // failure_test.go — exit codes of failed runs, interrupted runs and their

@@ -106,5 +106,8 @@
 // NewSink, a push's receiver, and the WriterOptions ↔ transfer.ReceiverOptions
 // conversions; tar_extract.go — the dest.Extractor of the tar method's
 // three sources; progress.go —
-// Progress and the observer; report.go — Report, FileError, Summary.
+// Progress and the observer; report.go — Report, FileError, Summary,
+// Change (a dry run's changes as objects); list.go — List, ListOptions,
+// Listing, ListEntry ('restoresync ls'), the local lister; list_remote.go
+// — the remote lister: the agent (sender, RoleGlob, RoleSums) or GNU find.
 package restore

@@ -240,7 +240,7 @@ type localLister struct{}
 
 // glob expands a local pattern as filepath.Glob does.
 func (localLister) glob(_ context.Context, pattern string) ([]string, error) {
-	m, err := filepath.Glob(pattern)
+	m, err := filepath.Glob(filepath.Clean(pattern))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrUsage, pattern, err)
 	}

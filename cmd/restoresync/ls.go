@@ -38,7 +38,8 @@ func newLsCmd() *cobra.Command {
 slash as "." and its entries, any other path as the entry itself (-R: and
 everything below). One line an entry: type and mode, owner and group (the
 backup server's names, then the ids), size, mtime (local time, to the
-second), name, and '-> TARGET' for a symlink. Names with control
+second), name, and '-> TARGET' for a symlink; with several PATHs (or a
+pattern's matches), each listing under a "PATH:" heading. Names with control
 characters or invalid UTF-8 print those bytes as \#OOO (octal), as rsync
 does; --json prints them exactly.
 
@@ -126,13 +127,24 @@ func runLs(ctx context.Context, cmd *cobra.Command, o *lsOptions, args []string)
 			}
 		}
 	default:
-		var all []*restore.ListEntry
-		for _, l := range ls {
-			for i := range l.Entries {
-				all = append(all, &l.Entries[i])
+		// Several PATHs (or a pattern's matches): each under a "PATH:"
+		// heading, as ls does for several directories.
+		for n, l := range ls {
+			if l.Err != nil {
+				continue
 			}
+			if len(ls) > 1 {
+				if n > 0 {
+					fmt.Fprintln(out)
+				}
+				fmt.Fprintf(out, "%s:\n", escapeName(l.Path))
+			}
+			var es []*restore.ListEntry
+			for i := range l.Entries {
+				es = append(es, &l.Entries[i])
+			}
+			printLsLines(out, es)
 		}
-		printLsLines(out, all)
 	}
 	if failed > 0 {
 		return &exitError{exitPartial, fmt.Errorf("some paths could not be listed (%d %s)", failed, plural(failed, "error", "errors"))}
