@@ -291,6 +291,22 @@ func TestE2ELsMatchesRsyncListOnly(t *testing.T) {
 	}
 }
 
+// ls takes the connection settings of the configuration file, as restore
+// does: here the identity, given by the file only.
+func TestE2ELsConfigFile(t *testing.T) {
+	root := lsTree(t)
+	srv := testsshd.Start(t)
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("identity = [%q]\n", srv.IdentityFile)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runBin(t, "ls", "--config", cfg, "-F", "none", "--known-hosts", srv.KnownHostsFile, "--remote-path", binPath, sshdURL(srv, root+"/public_html/"))
+	rows := lsRows(t, r)
+	if _, ok := rows["wp-config.php"]; !ok || len(rows) != 3 {
+		t.Errorf("ls with the identity from --config listed %v, want ., index.php and wp-config.php\n%v", rows, r)
+	}
+}
+
 // --versions over three rsnapshot-style snapshots (cp -al) where the
 // newest changed the file and a fourth lacks it: one row a snapshot,
 // newest first, the two identical versions sharing a number and the

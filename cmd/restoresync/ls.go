@@ -80,6 +80,12 @@ contents sharing a version number, and "missing" for a PATH that lacks it.`,
 }
 
 func runLs(ctx context.Context, cmd *cobra.Command, o *lsOptions, args []string) error {
+	// The configuration file's settings for the flags ls has (the
+	// connection and timeouts), top level only: ls takes no --account.
+	o.ro.configFile = configFlag(cmd)
+	if _, err := o.ro.applyConfig(cmd.Flags()); err != nil {
+		return err
+	}
 	if err := o.ro.applySelect(cmd.InOrStdin()); err != nil {
 		return err
 	}
