@@ -236,10 +236,9 @@ type lsJSON struct {
 	LinkTargetBase64 string `json:"link_target_base64,omitempty"`
 	HardlinkTo       string `json:"hardlink_to,omitempty"`
 	Checksum         string `json:"xxh3,omitempty"`
-	// Version numbers identical contents in --versions, newest first;
-	// Missing marks a PATH without the file.
-	Version int  `json:"version,omitempty"`
-	Missing bool `json:"missing,omitempty"`
+	// Version numbers identical contents in --versions, newest first. A
+	// PATH without the file is a line of its own: {"path":…,"missing":true}.
+	Version int `json:"version,omitempty"`
 }
 
 func newLsJSON(path string, e *restore.ListEntry) lsJSON {
@@ -304,7 +303,10 @@ func printVersions(out io.Writer, ls []restore.Listing, asJSON bool) {
 	}
 	for _, r := range missing {
 		if asJSON {
-			b, _ := json.Marshal(lsJSON{Path: r.path, Missing: true})
+			b, _ := json.Marshal(struct {
+				Path    string `json:"path"`
+				Missing bool   `json:"missing"`
+			}{r.path, true})
 			fmt.Fprintln(out, string(b))
 			continue
 		}
