@@ -98,6 +98,11 @@ func (l *remoteLister) agentList(ctx context.Context, root transfer.SourceRoot, 
 	// The agent hashes the files where they are (transfer.RoleSums): their
 	// bytes do not cross the network.
 	m, err := transfer.Sums(ctx, l.d, transfer.Selection{Roots: h.Roots, Filters: h.Filters}, l.o.Version, l.timeouts())
+	var re *transfer.RemoteError
+	if errors.As(err, &re) { // refused (too many files): the list stands
+		list.Errors = append(list.Errors, &treewalk.PathError{Path: root.Rel, Err: fmt.Errorf("checksums: %w", err)})
+		return list, nil, nil
+	}
 	return list, m, err
 }
 
