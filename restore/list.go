@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zeebo/xxh3"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/transport"
@@ -92,10 +93,11 @@ type Listing struct {
 	Errors []FileError
 }
 
-// List lists each of o.Paths. A path that cannot be listed (missing, not
-// readable) has its Listing.Err and does not stop the others; the error
-// returned is run-fatal (usage, connection, protocol, cancellation). Safe
-// to call concurrently.
+// List lists each of o.Paths, in their order (a pattern's matches sorted
+// in its place), over up to listJobs connections at once. A path that
+// cannot be listed (missing, not readable) has its Listing.Err and does
+// not stop the others; the error returned is run-fatal (usage,
+// connection, protocol, cancellation). Safe to call concurrently.
 func List(ctx context.Context, o ListOptions) ([]Listing, error) {
 	if len(o.Paths) == 0 {
 		return nil, fmt.Errorf("%w: ls needs a PATH", ErrUsage)
@@ -152,23 +154,26 @@ func List(ctx context.Context, o ListOptions) ([]Listing, error) {
 			targets = append(targets, target{name, m})
 		}
 	}
-	out := make([]Listing, 0, len(targets))
-	for _, tg := range targets {
+	// The first path settles how the sender is reached (agent or find);
+	// the others are listed over parallel connections, listJobs at most.
+	out := make([]Listing, len(targets))
+	one := func(ctx context.Context, i int) error {
+		tg := targets[i]
 		root, contents := listRoot(tg.path)
 		depth := depthRules(contents, o.Recursive, o.Directory)
 		ls := Listing{Path: tg.name}
 		list, sums, err := lister.list(ctx, root, depth, filters, o.Checksums)
 		if ctx.Err() != nil {
-			return out, ctx.Err()
+			return ctx.Err()
 		}
 		if err != nil && !errors.Is(err, errPathFailed) {
-			return out, err
+			return err
 		}
 		if err != nil {
 			ls.Err = err
 			ls.Missing = isNotExist(err)
-			out = append(out, ls)
-			continue
+			out[i] = ls
+			return nil
 		}
 		for _, pe := range list.Errors {
 			ls.Errors = append(ls.Errors, FileError{Path: pe.Path, Error: pe.Err.Error()})
@@ -176,10 +181,26 @@ func List(ctx context.Context, o ListOptions) ([]Listing, error) {
 		for _, e := range list.Entries {
 			ls.Entries = append(ls.Entries, ListEntry{Entry: e, Checksum: sums[e.Path]})
 		}
-		out = append(out, ls)
+		out[i] = ls
+		return nil
+	}
+	if err := one(ctx, 0); err != nil {
+		return nil, err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(listJobs)
+	for i := 1; i < len(targets); i++ {
+		g.Go(func() error { return one(gctx, i) })
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
+
+// listJobs is how many paths List lists at once: as many connections as
+// a restore's default streams.
+const listJobs = 4
 
 // errPathFailed marks a lister's error that concerns the one path being
 // listed (missing, unreadable), not the connection; pathFailed wraps an

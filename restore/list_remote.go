@@ -8,6 +8,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/zeebo/xxh3"
 
@@ -23,8 +24,9 @@ type remoteLister struct {
 	o  ListOptions
 	d  transport.Dialer
 	cd transport.CommandDialer // nil when d cannot run commands
-	// agent is false once the listing is agent-less.
-	agent bool
+	// agent is false once the listing is agent-less; the first path's
+	// listing settles it, the parallel ones read it.
+	agent atomic.Bool
 }
 
 func newRemoteLister(o ListOptions, loc transport.Location) (*remoteLister, error) {
@@ -33,9 +35,10 @@ func newRemoteLister(o ListOptions, loc transport.Location) (*remoteLister, erro
 	if err != nil {
 		return nil, err
 	}
-	l := &remoteLister{o: o, d: d, agent: o.SSH.RemotePath != NoAgent}
+	l := &remoteLister{o: o, d: d}
+	l.agent.Store(o.SSH.RemotePath != NoAgent)
 	l.cd, _ = d.(transport.CommandDialer)
-	if !l.agent && l.cd == nil {
+	if !l.agent.Load() && l.cd == nil {
 		return nil, fmt.Errorf("%w: --remote-path none needs an SSH connection (built-in or -e)", ErrUsage)
 	}
 	return l, nil
@@ -46,12 +49,12 @@ func (l *remoteLister) timeouts() transfer.Timeouts {
 }
 
 func (l *remoteLister) list(ctx context.Context, root transfer.SourceRoot, depth, filters []string, sums bool) (treewalk.List, map[string]string, error) {
-	if l.agent {
+	if l.agent.Load() {
 		list, m, err := l.agentList(ctx, root, append(depth, filters...), sums)
 		if err == nil || !agentMissing(err) || l.cd == nil {
 			return list, m, err
 		}
-		l.agent = false // no agent: the remote's own find from here on
+		l.agent.Store(false) // no agent: the remote's own find from here on
 	}
 	return l.findList(ctx, root, depth, filters, sums)
 }
@@ -60,12 +63,12 @@ func (l *remoteLister) list(ctx context.Context, root transfer.SourceRoot, depth
 // the remote shell would have to expand it, and a pattern there is
 // refused rather than quoted into a command line.
 func (l *remoteLister) glob(ctx context.Context, pattern string) ([]string, error) {
-	if !l.agent {
+	if !l.agent.Load() {
 		return nil, fmt.Errorf("%w: %s: a pattern in PATH is expanded by the restoresync agent; with --remote-path none, let the local shell expand a list of PATHs", ErrUsage, pattern)
 	}
 	m, err := transfer.Glob(ctx, l.d, pattern, l.o.Version, l.timeouts())
 	if err != nil && agentMissing(err) && l.cd != nil {
-		l.agent = false
+		l.agent.Store(false)
 		return l.glob(ctx, pattern)
 	}
 	var re *transfer.RemoteError
