@@ -17,6 +17,8 @@ import (
 // per line of "changes" and in its order, names exact (a newline in one
 // included), deletions with their path; locally and pulled over sshd.
 func TestE2EDryRunJSONChangeEntries(t *testing.T) {
+	e2e(t)
+	t.Parallel()
 	srv := testsshd.Start(t)
 	for name, loc := range map[string]func(src string) []string{
 		"local":       func(src string) []string { return []string{src + "/"} },

@@ -200,13 +200,18 @@ func lsJSON(t *testing.T, r result) []lsJSONLine {
 }
 
 // lsEndpoints are the ways ls reaches a remote tree: the agent over a real
-// sshd, the remote's find over the same sshd, and 'serve --listen'. Each
+// sshd (the built-in client, and -e ssh), the remote's find over the same
+// sshd, and 'serve --listen'. Each
 // returns the flags and the location of an absolute path beneath root.
 func lsEndpoints(t *testing.T, root string) map[string]func(p string) []string {
 	srv := testsshd.Start(t)
+	cfg := srv.Config(t)
 	l := startListen(t, root, newListenKeys(t))
 	return map[string]func(p string) []string{
 		"agent over sshd": func(p string) []string { return append(sshdArgs(srv), sshdURL(srv, p)) },
+		"agent over -e ssh": func(p string) []string {
+			return []string{"-e", "ssh -F " + cfg, "--remote-path", binPath, "testhost:" + p}
+		},
 		"agent-less over sshd": func(p string) []string {
 			return append(sshdArgs(srv)[:6], "--remote-path", "none", sshdURL(srv, p))
 		},
@@ -229,6 +234,8 @@ func lsEndpoints(t *testing.T, root string) map[string]func(p string) []string {
 // agent-less and 'serve --listen'; --json gives the exact names (in
 // base64 beside when not UTF-8), ids, modes and nanosecond mtimes.
 func TestE2ELsMatchesRsyncListOnly(t *testing.T) {
+	e2e(t)
+	t.Parallel()
 	root := lsTree(t)
 	cases := []struct {
 		flags []string // restoresync ls's
@@ -294,6 +301,8 @@ func TestE2ELsMatchesRsyncListOnly(t *testing.T) {
 // ls takes the connection settings of the configuration file, as restore
 // does: here the identity, given by the file only.
 func TestE2ELsConfigFile(t *testing.T) {
+	e2e(t)
+	t.Parallel()
 	root := lsTree(t)
 	srv := testsshd.Start(t)
 	cfg := filepath.Join(t.TempDir(), "config.toml")
@@ -312,6 +321,8 @@ func TestE2ELsConfigFile(t *testing.T) {
 // newest first, the two identical versions sharing a number and the
 // checksum of their bytes, and a "missing" row.
 func TestE2ELsVersions(t *testing.T) {
+	e2e(t)
+	t.Parallel()
 	testenv.RequireTool(t, "cp")
 	snaps := t.TempDir()
 	rel := "home/alice/public_html/wp-config.php"
