@@ -44,6 +44,8 @@
 // chmod_test.go — --chmod's modes beside rsync's, local, pull and push,
 // with the client's umask;
 // select_test.go — -R, SRCs, excludes, --delete, --itemize-changes;
+// ls_test.go — ls against rsync --list-only, --versions over cp -al
+// snapshots, patterns; dryrun_test.go — -n --json's change_entries;
 // account_test.go — --account ownership and the example post-restore hook;
 // progress_test.go — --bwlimit and progress off and on a terminal;
 // failure_test.go — exit codes of failed runs, interrupted runs and their

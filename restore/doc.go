@@ -107,5 +107,8 @@
 // conversions; tar_extract.go — the dest.Extractor of the tar method's
 // three sources; progress.go —
 // Progress, WireProgress and the observer; report.go — Report, FileError,
-// Summary.
+// Summary, Change (a dry run's changes as objects); list.go — List,
+// ListOptions, Listing, ListEntry ('restoresync ls'), the local lister;
+// list_remote.go — the remote lister: the agent (sender, RoleGlob,
+// RoleSums) or GNU find.
 package restore

@@ -119,6 +119,7 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 		if rep.Changes == nil {
 			rep.Changes = []string{}
 		}
+		rep.ChangeEntries = changeEntries(lines, entries)
 		if o.DryRun {
 			// The entries the restore would fail on fail the dry run
 			// too (exit 23, as rsync -n); a real run reports them

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/treewalk"
@@ -62,6 +63,73 @@ type Report struct {
 	// Changes are the itemized changes (--dry-run, --itemize-changes), in
 	// rsync's --itemize-changes format; nil when not asked for.
 	Changes []string `json:"changes,omitempty"`
+	// ChangeEntries are the same changes as objects, one per line of
+	// Changes in its order, with the source entry's size and mtime: what
+	// a dry run needs to choose between versions. nil when Changes is.
+	ChangeEntries []Change `json:"change_entries,omitempty"`
+}
+
+// Change is one itemized change with the entry it concerns.
+type Change struct {
+	// Path is the entry's path under DST, exact (not escaped), without
+	// the "/" a directory's line ends with; "." is DST itself.
+	Path string `json:"path"`
+	// Itemize is the line's update letters ("<f+++++++++", ">f.st......",
+	// "*deleting").
+	Itemize string `json:"itemize"`
+	// Kind is the source entry's kind ("file", "dir", "symlink"...); ""
+	// for a deletion, whose entry is on DST only.
+	Kind string `json:"kind,omitempty"`
+	// Size is a regular file's size in bytes on the source (0 otherwise),
+	// MtimeNs its mtime in nanoseconds since the epoch and Mtime the same
+	// in RFC 3339 form; both zero for a deletion.
+	Size    int64  `json:"size"`
+	MtimeNs int64  `json:"mtime_ns,omitempty"`
+	Mtime   string `json:"mtime,omitempty"`
+	// LinkTarget is a symlink's target, LinkTo a hardlink's leader.
+	LinkTarget string `json:"link_target,omitempty"`
+	LinkTo     string `json:"hardlink_to,omitempty"`
+}
+
+// changeEntries pairs each itemized line with the entry of the file list
+// it names, by the name in the line (Report.Changes holds names exact;
+// the command escapes them only when it prints them):
+// "./" for the root, a directory's with "/", a symlink's " -> TARGET", a
+// hardlink's " => LEADER" or none. A deletion, or a line whose name
+// matches no entry, has only its path and letters.
+func changeEntries(lines []string, entries []treewalk.Entry) []Change {
+	byName := make(map[string]int, len(entries))
+	for i := range entries {
+		e := &entries[i]
+		switch {
+		case e.Path == ".":
+			byName["./"] = i
+		case e.IsHardlink(): // of any kind: its line names the leader
+			byName[e.Path+" => "+e.LinkTo] = i
+			byName[e.Path] = i
+		case e.Kind == treewalk.KindDir:
+			byName[e.Path+"/"] = i
+		case e.Kind == treewalk.KindSymlink:
+			byName[e.Path+" -> "+e.LinkTarget] = i
+		default:
+			byName[e.Path] = i
+		}
+	}
+	out := make([]Change, 0, len(lines))
+	for _, l := range lines {
+		letters, name, _ := strings.Cut(l, " ")
+		name = strings.TrimLeft(name, " ") // "*deleting   NAME"
+		i, ok := byName[name]
+		if !ok || letters == "*deleting" {
+			out = append(out, Change{Path: strings.TrimSuffix(name, "/"), Itemize: letters})
+			continue
+		}
+		e := &entries[i]
+		out = append(out, Change{Path: e.Path, Itemize: letters, Kind: e.Kind.String(), Size: e.Size,
+			MtimeNs: e.MtimeNs, Mtime: time.Unix(0, e.MtimeNs).UTC().Format(time.RFC3339Nano),
+			LinkTarget: e.LinkTarget, LinkTo: e.LinkTo})
+	}
+	return out
 }
 
 // FileError is one entry that failed.

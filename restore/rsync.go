@@ -170,7 +170,13 @@ func agentList(ctx context.Context, o Options, d transport.Dialer, path string) 
 // connect (--contimeout; 0: 30 s), and with the idle timeout error when
 // its output stops for idle (--timeout; 0: none).
 func findList(ctx context.Context, cd transport.CommandDialer, root string, connect, idle time.Duration) (treewalk.List, int64, error) {
-	s, err := cd.WithCommand(findListCommand(root)).Dial(ctx)
+	return runFind(ctx, cd, findListCommand(root), connect, idle)
+}
+
+// runFind runs command, a find printing findFormat, on the remote and
+// parses its output, with findList's timeouts and errors.
+func runFind(ctx context.Context, cd transport.CommandDialer, command string, connect, idle time.Duration) (treewalk.List, int64, error) {
+	s, err := cd.WithCommand(command).Dial(ctx)
 	if err != nil {
 		return treewalk.List{}, 0, err
 	}

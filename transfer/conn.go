@@ -36,6 +36,10 @@ type Conn struct {
 	// idle timeout (SetIdleTimeout).
 	pending atomic.Int32
 	idle    *transport.IdleWatch
+	// matches are a RoleGlob reply's (Glob), sums a RoleSums reply's
+	// (Sums).
+	matches []string
+	sums    []FileSum
 }
 
 // Handshake sends h on s and reads the server's reply. h.Proto and the
@@ -84,6 +88,8 @@ func Handshake(ctx context.Context, s transport.Stream, h Hello) (*Conn, error) 
 	c.dec = decoder{fr: newFrameReader(br), verify: h.Verify}
 	c.s = closingStream{s, c.dec.fr}
 	c.Peer = rep.Version
+	c.matches = rep.Matches
+	c.sums = rep.Sums
 	if !stop() {
 		// ctx ended as the handshake completed: the stream is being
 		// closed under us, so it is not a usable Conn.

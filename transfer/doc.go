@@ -91,7 +91,9 @@
 // rsyncstream.go — RsyncStream and DialRsyncSender; pipe.go — in-process
 // streams (PipeStream, PipeDialer); receiveropts.go — ReceiverOptions,
 // a push receiver's options on the wire; reply.go — the plan and write
-// replies and errKind; errors.go — the sentinels. The golden files of
+// replies and errKind; glob.go — RoleGlob and Glob, a pattern expanded
+// beneath the served root; sums.go — RoleSums and Sums, files hashed where
+// they are; errors.go — the sentinels. The golden files of
 // every message are in testdata/golden (golden_test.go; -update rewrites
 // them).
 package transfer

@@ -157,6 +157,13 @@ var goldenHello = Hello{
 var (
 	goldenReply   = helloReply{Proto: ProtocolVersion, Version: "1.2.3", Codecs: []string{"none", "lz4", "zstd", "gzip"}, Verify: true}
 	goldenRefusal = helloReply{Proto: ProtocolVersion, Version: "1.2.3", Codecs: []string{"none"}, Error: "open /srv: permission denied"}
+	goldenGlob    = Hello{Proto: ProtocolVersion, Version: "1.2.3", Role: RoleGlob, Path: "/snapshots/daily.*/home/alice/wp-config.php", Compression: "none"}
+	goldenMatches = helloReply{Proto: ProtocolVersion, Version: "1.2.3", Codecs: []string{"none"},
+		Matches: []string{"/snapshots/daily.0/home/alice/wp-config.php", "/snapshots/daily.1/home/alice/wp-config.php"}}
+	goldenSums = Hello{Proto: ProtocolVersion, Version: "1.2.3", Role: RoleSums, Compression: "none",
+		Roots: []SourceRoot{{Base: "/snapshots/daily.0/home/alice", Rel: "wp-config.php"}}, Filters: []string{"- /*/*"}}
+	goldenSumsReply = helloReply{Proto: ProtocolVersion, Version: "1.2.3", Codecs: []string{"none"},
+		Sums: []FileSum{{Path: "wp-config.php", XXH3: "4c1f0a92d6e3b871"}}}
 )
 
 // goldenCase is one message (or one exchange) on the wire.
@@ -267,6 +274,10 @@ func goldenCases(t *testing.T) []goldenCase {
 		{"hello", handshake(goldenHello), unhandshake[Hello](), goldenHello},
 		{"hello_reply", handshake(goldenReply), unhandshake[helloReply](), goldenReply},
 		{"hello_reply_refusal", handshake(goldenRefusal), unhandshake[helloReply](), goldenRefusal},
+		{"hello_glob", handshake(goldenGlob), unhandshake[Hello](), goldenGlob},
+		{"hello_reply_matches", handshake(goldenMatches), unhandshake[helloReply](), goldenMatches},
+		{"hello_sums", handshake(goldenSums), unhandshake[Hello](), goldenSums},
+		{"hello_reply_sums", handshake(goldenSumsReply), unhandshake[helloReply](), goldenSumsReply},
 
 		{"list", framed(false, func(e *encoder) { e.byte(msgList) }), unframed(false, msgByte(msgList, nil)), nil},
 		{"list_reply", framed(false, func(e *encoder) { e.status(nil); e.entries(entries); e.pathErrors(sentPathErrors()) }),

@@ -31,7 +31,10 @@ import (
 // restore could not change, as a dry run reports it), and allows LinkTo on
 // every kind of entry but directories (hardlinked symlinks, fifos and
 // devices), which version 5 refused in the file list; a version-6 sender
-// merges Roots that overlap (-R, --files-from), as rsync does.
+// merges Roots that overlap (-R, --files-from), as rsync does; and it has
+// RoleGlob and RoleSums with helloReply.Matches and helloReply.Sums: the
+// agent expands a pattern beneath the tree it serves, and hashes files
+// where they are.
 const ProtocolVersion = 6
 
 // magic opens the handshake in both directions, so that a peer that is not a
@@ -110,6 +113,11 @@ type helloReply struct {
 	Error   string   `json:"error,omitempty"`
 	// Verify acknowledges Hello.Verify.
 	Verify bool `json:"verify,omitempty"`
+	// Matches are the paths that match a RoleGlob's pattern (none: an
+	// empty list); absent for the other roles.
+	Matches []string `json:"matches,omitempty"`
+	// Sums are a RoleSums reply's content hashes.
+	Sums []FileSum `json:"sums,omitempty"`
 }
 
 const maxHelloBytes = 16 << 20 // a --files-from list travels in it

@@ -89,6 +89,20 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) e
 		}
 		defer src.Close()
 		s.src = src
+	case RoleGlob:
+		m, err := s.glob(h.Path)
+		if err != nil {
+			return refuse(err)
+		}
+		rep.Matches = m
+		return writeHandshake(out, rep)
+	case RoleSums:
+		sums, err := s.sums(ctx)
+		if err != nil {
+			return refuse(err)
+		}
+		rep.Sums = sums
+		return writeHandshake(out, rep)
 	case RoleReceiver:
 		if cfg.ReadOnly || cfg.NewSink == nil {
 			return refuse(errors.New("this endpoint is read-only: it cannot receive files"))

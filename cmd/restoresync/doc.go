@@ -2,8 +2,8 @@
 // backup server over SSH, in parallel streams, setting owner, mode and times
 // on each file as it lands. See README.md.
 //
-// This is the thin command layer: one file per subcommand (restore, serve,
-// config, bench), the restore command's flags in flags_*.go, and nothing
+// This is the thin command layer: one file per subcommand (restore, ls,
+// serve, config, bench), the restore command's flags in flags_*.go, and nothing
 // that restores: the work is done by packages restore, transport, transfer
 // and bench. main owns the signals and the exit codes: the first SIGINT or
 // SIGTERM cancels the command's context (exit 20, with the hint to rerun
@@ -15,7 +15,9 @@
 //
 // Files: main.go — main, run, exitCode, the exit codes, the root command
 // and argument checks; restore.go — the restore command, its options, its
-// end error and --json report; account.go — --account; config.go —
+// end error and --json report; ls.go — the ls command (its lines, --json,
+// --versions' table); flags_conn.go — the connection flags restore and ls
+// share (-e, --remote-path, -F, -i, --known-hosts); account.go — --account; config.go —
 // configKeys, --config, the configuration file applied to the flags,
 // 'config show'; config_check.go — range checks of settings; hooks.go —
 // --pre-hook and --post-hook; logging.go — the log, warnings and

@@ -146,7 +146,8 @@ func newRootCmd() *cobra.Command {
 		Long: `restoresync streams a file tree from a backup server straight to its final
 place, in parallel over SSH, with per-stream compression, setting owner, mode
 and times on each file as it lands.`,
-		Example: `  restoresync restore backup.example.com:/snapshots/daily.0/alice /home/alice
+		Example: `  restoresync ls --versions 'backup.example.com:/snapshots/daily.*/alice/public_html/wp-config.php'
+  restoresync restore backup.example.com:/snapshots/daily.0/alice /home/alice
   restoresync serve --listen 0.0.0.0:2222 --root /snapshots --authorized-keys /etc/restoresync/authorized_keys
   restoresync config show --account alice`,
 		Version:       version,
@@ -156,7 +157,7 @@ and times on each file as it lands.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitError{exitUsage, fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath())}
 	})
-	root.AddCommand(newRestoreCmd(), newServeCmd(), newBenchCmd())
+	root.AddCommand(newRestoreCmd(), newLsCmd(), newServeCmd(), newBenchCmd())
 	addOpsCommands(root)
 	return root
 }
