@@ -51,21 +51,28 @@ func TestChangeEntriesMatchLines(t *testing.T) {
 	got := changeEntries(lines, entries)
 	want := []Change{
 		{Path: "old\nx", Itemize: "*deleting"},
-		{Path: ".", Itemize: ".d..t......", Kind: "dir", MtimeNs: 1},
-		{Path: "a\nb", Itemize: ">f+++++++++", Kind: "file", Size: 5, MtimeNs: 2},
-		{Path: "d", Itemize: "cd+++++++++", Kind: "dir", MtimeNs: 3},
-		{Path: "d/l", Itemize: "cL+++++++++", Kind: "symlink", MtimeNs: 4, LinkTarget: "../a"},
-		{Path: "d/h", Itemize: "hf+++++++++", Kind: "file", Size: 5, MtimeNs: 2, LinkTo: "a\nb"},
-		{Path: "d/hl", Itemize: "hL+++++++++", Kind: "symlink", MtimeNs: 4, LinkTarget: "../a", LinkTo: "d/l"},
+		{Path: ".", Itemize: ".d..t......", Kind: "dir", Size: size(0), MtimeNs: 1},
+		{Path: "a\nb", Itemize: ">f+++++++++", Kind: "file", Size: size(5), MtimeNs: 2},
+		{Path: "d", Itemize: "cd+++++++++", Kind: "dir", Size: size(0), MtimeNs: 3},
+		{Path: "d/l", Itemize: "cL+++++++++", Kind: "symlink", Size: size(0), MtimeNs: 4, LinkTarget: "../a"},
+		{Path: "d/h", Itemize: "hf+++++++++", Kind: "file", Size: size(5), MtimeNs: 2, LinkTo: "a\nb"},
+		{Path: "d/hl", Itemize: "hL+++++++++", Kind: "symlink", Size: size(0), MtimeNs: 4, LinkTarget: "../a", LinkTo: "d/l"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d entries for %d lines: %+v", len(got), len(lines), got)
 	}
 	for i := range want {
-		g := got[i]
+		g, w := got[i], want[i]
 		g.Mtime = ""
-		if g != want[i] {
-			t.Errorf("line %q: %+v, want %+v", lines[i], g, want[i])
+		if (g.Size == nil) != (w.Size == nil) || g.Size != nil && *g.Size != *w.Size {
+			t.Errorf("line %q: size %v, want %v", lines[i], g.Size, w.Size)
+		}
+		g.Size, w.Size = nil, nil
+		if g != w {
+			t.Errorf("line %q: %+v, want %+v", lines[i], g, w)
 		}
 	}
 }
+
+// size is a Change's Size of n bytes.
+func size(n int64) *int64 { return &n }

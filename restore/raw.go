@@ -128,6 +128,7 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 				rep.addError(pe.Path, pe.Err)
 			}
 			rep.DryRun = true
+			rep.Deleted, _ = dest.ItemizedChanges(lines) // what --delete would remove
 			return ctx.Err()
 		}
 	}

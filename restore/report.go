@@ -55,7 +55,8 @@ type Report struct {
 
 	// Selection (--delete, --dry-run, --itemize-changes).
 	//
-	// Deleted is the number of entries --delete removed from DST.
+	// Deleted is the number of entries --delete removed from DST (on a
+	// dry run, would remove: its "*deleting" lines).
 	Deleted int `json:"deleted"`
 	// DryRun says that nothing was written (--dry-run): Changes is what
 	// a restore would do, and the counts above are of the file list.
@@ -80,10 +81,11 @@ type Change struct {
 	// Kind is the source entry's kind ("file", "dir", "symlink"...); ""
 	// for a deletion, whose entry is on DST only.
 	Kind string `json:"kind,omitempty"`
-	// Size is a regular file's size in bytes on the source (0 otherwise),
-	// MtimeNs its mtime in nanoseconds since the epoch and Mtime the same
-	// in RFC 3339 form; both zero for a deletion.
-	Size    int64  `json:"size"`
+	// Size is the source entry's size in bytes (a regular file's; 0 for
+	// other kinds), nil for a deletion; MtimeNs its mtime in nanoseconds
+	// since the epoch and Mtime the same in RFC 3339 form (UTC), both
+	// zero for a deletion.
+	Size    *int64 `json:"size,omitempty"`
 	MtimeNs int64  `json:"mtime_ns,omitempty"`
 	Mtime   string `json:"mtime,omitempty"`
 	// LinkTarget is a symlink's target, LinkTo a hardlink's leader.
@@ -125,7 +127,8 @@ func changeEntries(lines []string, entries []treewalk.Entry) []Change {
 			continue
 		}
 		e := &entries[i]
-		out = append(out, Change{Path: e.Path, Itemize: letters, Kind: e.Kind.String(), Size: e.Size,
+		size := e.Size
+		out = append(out, Change{Path: e.Path, Itemize: letters, Kind: e.Kind.String(), Size: &size,
 			MtimeNs: e.MtimeNs, Mtime: time.Unix(0, e.MtimeNs).UTC().Format(time.RFC3339Nano),
 			LinkTarget: e.LinkTarget, LinkTo: e.LinkTo})
 	}

@@ -115,11 +115,11 @@ func runLs(ctx context.Context, cmd *cobra.Command, o *lsOptions, args []string)
 	for _, l := range ls {
 		if l.Err != nil && !(o.versions && l.Missing) {
 			failed++
-			fmt.Fprintf(cmd.ErrOrStderr(), "restoresync: %s: %v\n", l.Path, l.Err)
+			fmt.Fprintln(cmd.ErrOrStderr(), escapeName(fmt.Sprintf("restoresync: %s: %v", l.Path, l.Err)))
 		}
 		for _, fe := range l.Errors {
 			failed++
-			fmt.Fprintf(cmd.ErrOrStderr(), "restoresync: %s: %s: %s\n", l.Path, fe.Path, fe.Error)
+			fmt.Fprintln(cmd.ErrOrStderr(), escapeName(fmt.Sprintf("restoresync: %s: %s: %s", l.Path, fe.Path, fe.Error)))
 		}
 	}
 	switch {
@@ -231,7 +231,7 @@ func newLsJSON(path string, e *restore.ListEntry) lsJSON {
 	return lsJSON{NameBase64: base64IfNotUTF8(e.Path), LinkTargetBase64: base64IfNotUTF8(e.LinkTarget),
 		Path: path, Name: e.Path, Kind: e.Kind.String(), Mode: e.Mode, Perms: e.ModeString(),
 		Uid: e.Uid, Gid: e.Gid, User: e.User, Group: e.Group, Size: e.DisplaySize(), MtimeNs: e.MtimeNs,
-		Mtime: time.Unix(0, e.MtimeNs).Format(time.RFC3339Nano), LinkTarget: e.LinkTarget, HardlinkTo: e.LinkTo, Checksum: e.Checksum}
+		Mtime: time.Unix(0, e.MtimeNs).UTC().Format(time.RFC3339Nano), LinkTarget: e.LinkTarget, HardlinkTo: e.LinkTo, Checksum: e.Checksum}
 }
 
 // base64IfNotUTF8 is s in base64 when it is not valid UTF-8, else "".
@@ -285,7 +285,7 @@ func printVersions(out io.Writer, ls []restore.Listing, asJSON bool) {
 		if sum == "" {
 			sum = "?"
 		}
-		fmt.Fprintf(tw, "%d\t%d B\t%s\t%s\t%s\n", v, r.e.DisplaySize(), isoTime(r.e.MtimeNs), sum, r.path)
+		fmt.Fprintf(tw, "%d\t%d B\t%s\t%s\t%s\n", v, r.e.DisplaySize(), isoTime(r.e.MtimeNs), sum, escapeName(r.path))
 	}
 	for _, r := range missing {
 		if asJSON {
@@ -296,7 +296,7 @@ func printVersions(out io.Writer, ls []restore.Listing, asJSON bool) {
 			fmt.Fprintln(out, string(b))
 			continue
 		}
-		fmt.Fprintf(tw, "-\tmissing\t\t\t%s\n", r.path)
+		fmt.Fprintf(tw, "-\tmissing\t\t\t%s\n", escapeName(r.path))
 	}
 	tw.Flush()
 }
