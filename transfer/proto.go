@@ -66,9 +66,10 @@ type Hello struct {
 	// nil means the zero ReceiverOptions.
 	Receiver *ReceiverOptions `json:"receiver,omitempty"`
 	// ReadBufferBytes is the read size the server uses as a sender
-	// (--read-buffer): a whole item's data is read in reads of this many
-	// bytes, cut into chunks of at most chunkBytes; the tar role's read
-	// buffer. 0 means chunkBytes. Capped at maxReadBuffer.
+	// (--read-buffer): a whole item's data goes in runs of this many
+	// bytes, each cut into chunks of at most chunkBytes that are read
+	// straight into the frames; the tar role's read buffer. 0 means
+	// chunkBytes. Capped at maxReadBuffer.
 	ReadBufferBytes int `json:"read_buffer,omitempty"`
 	// RsyncArgs are the rsync option words (e.g. "-tpr") for the
 	// RoleRsyncSender role; the server checks them against a whitelist and
