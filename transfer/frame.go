@@ -115,12 +115,10 @@ func (fw *frameWriter) run(w io.Writer) {
 		if fw.Err() == nil {
 			codec, out := CodecNone, frame
 			if fw.comp != nil {
-				var err error
-				enc, err = fw.comp.compress(enc[:frameHdrRoom], raw)
-				if err != nil {
+				if e, err := fw.comp.compress(enc[:frameHdrRoom], raw); err != nil {
 					fw.setErr(err)
-				} else if n := len(enc) - frameHdrRoom; n > 0 && n < len(raw) {
-					codec, out = fw.codec, enc
+				} else if enc = e; len(e) > frameHdrRoom && len(e)-frameHdrRoom < len(raw) {
+					codec, out = fw.codec, e
 				}
 			}
 			start := putFrameHeader(out, codec, len(raw), len(out)-frameHdrRoom)
