@@ -172,14 +172,13 @@ func (fw *frameWriter) writeChunkFrom(r io.Reader, k int, h io.Writer) (int, err
 	hl := 1 + binary.PutUvarint(hdr[1:], uint64(k))
 	const full = frameHdrRoom + frameRawBytes
 	first, start := fw.buf, len(*fw.buf) // where the chunk starts
-	var held []*[]byte                   // frames filled by this chunk, not yet sent
-	next := func() {
-		held = append(held, fw.buf)
-		fw.buf = sendPool.Get().(*[]byte)
-	}
+	// held are the frames this chunk filled, not yet sent: at most two.
+	var heldArr [2]*[]byte
+	held := heldArr[:0]
 	for p := hdr[:hl]; len(p) > 0; {
 		if len(*fw.buf) == full {
-			next()
+			held = append(held, fw.buf)
+			fw.buf = sendPool.Get().(*[]byte)
 		}
 		b := *fw.buf
 		m := copy(b[len(b):full], p)
@@ -189,7 +188,8 @@ func (fw *frameWriter) writeChunkFrom(r io.Reader, k int, h io.Writer) (int, err
 	var err error
 	for got < k {
 		if len(*fw.buf) == full {
-			next()
+			held = append(held, fw.buf)
+			fw.buf = sendPool.Get().(*[]byte)
 		}
 		b := *fw.buf
 		dst := b[len(b):min(full, len(b)+k-got)]
