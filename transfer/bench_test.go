@@ -66,7 +66,7 @@ func BenchmarkCodecs(b *testing.B) {
 						t0 := time.Now()
 						codec, payload := CodecNone, frame
 						if comp != nil {
-							if enc, err = comp.compress(enc, frame); err != nil {
+							if enc, err = comp.compress(enc[:0], frame); err != nil {
 								b.Fatal(err)
 							}
 							if len(enc) > 0 && len(enc) < len(frame) {

@@ -119,7 +119,9 @@ func (c *Compression) Type() string { return "codec[:level]" }
 // compressor compresses whole frames. Implementations are safe for
 // concurrent use.
 type compressor interface {
-	// compress appends the compressed form of src to dst[:0] and returns it.
+	// compress appends the compressed form of src to dst (whose bytes it
+	// keeps: a frame header's room) and returns it; an lz4 block that does
+	// not shrink appends nothing.
 	compress(dst, src []byte) ([]byte, error)
 }
 
@@ -226,7 +228,7 @@ func newCompressor(c Compression) (compressor, error) {
 type zstdCompressor struct{ e *zstd.Encoder }
 
 func (z zstdCompressor) compress(dst, src []byte) ([]byte, error) {
-	return z.e.EncodeAll(src, dst[:0]), nil
+	return z.e.EncodeAll(src, dst), nil
 }
 
 type lz4Compressor struct {
@@ -238,27 +240,26 @@ type lz4Compressor struct {
 
 func (l *lz4Compressor) compress(dst, src []byte) ([]byte, error) {
 	bound := lz4.CompressBlockBound(len(src))
-	if cap(dst) < bound {
-		dst = make([]byte, bound)
+	keep := len(dst)
+	if cap(dst) < keep+bound {
+		dst = append(make([]byte, 0, keep+bound), dst...)
 	}
-	dst = dst[:bound]
+	out := dst[keep : keep+bound]
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var n int
 	var err error
 	if l.level > 0 {
 		l.hc.Level = lz4.CompressionLevel(1 << (8 + l.level))
-		n, err = l.hc.CompressBlock(src, dst)
+		n, err = l.hc.CompressBlock(src, out)
 	} else {
-		n, err = l.c.CompressBlock(src, dst)
+		n, err = l.c.CompressBlock(src, out)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lz4: %w", err)
 	}
-	if n == 0 { // incompressible: lz4 reports 0
-		return dst[:0], nil
-	}
-	return dst[:n], nil
+	// n is 0 for an incompressible block
+	return dst[:keep+n], nil
 }
 
 type gzipCompressor struct {
@@ -267,7 +268,7 @@ type gzipCompressor struct {
 }
 
 func (g *gzipCompressor) compress(dst, src []byte) ([]byte, error) {
-	buf := bytes.NewBuffer(dst[:0])
+	buf := bytes.NewBuffer(dst)
 	zw, _ := g.pool.Get().(*gzip.Writer)
 	if zw == nil {
 		var err error

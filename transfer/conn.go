@@ -247,7 +247,9 @@ func (c *Conn) Plan(ctx context.Context, entries []treewalk.Entry) (_ PlanResult
 // (push). It returns the source's per-item errors (the receiver is told of
 // them too) and a stream error. RecvWrite reads the reply. An item with
 // Delta is sent as a delta against the signature (only the signature's
-// sizes go to the receiver, which has the basis).
+// sizes go to the receiver, which has the basis). len(buf) is the read
+// size (--read-buffer); buf itself is not used, as the data is read from
+// src straight into the frames.
 func (c *Conn) SendWrite(ctx context.Context, items []Item, src ItemSource, buf []byte) (_ []error, err error) {
 	defer c.watch(ctx)(&err)
 	c.pending.Add(1) // until RecvWrite
@@ -255,7 +257,7 @@ func (c *Conn) SendWrite(ctx context.Context, items []Item, src ItemSource, buf 
 	c.enc.itemList(items, false)
 	errs := make([]error, len(items))
 	for i := range items {
-		errs[i] = sendItemData(ctx, &c.enc, src, &items[i], buf)
+		errs[i] = sendItemData(ctx, &c.enc, src, &items[i], len(buf))
 		if err := c.enc.fw.Err(); err != nil {
 			return nil, c.fail(err)
 		}

@@ -20,7 +20,12 @@
 // After the handshake (Hello in proto.go, Handshake in conn.go) each direction is a sequence of
 // frames (frame.go), each compressed on its own and naming its codec
 // (codec.go), carrying the messages of proto.go: file lists, batches of
-// items and their data, plans, commits. Selections (selection.go,
+// items and their data, plans, commits. Item data costs no copy in user
+// space that the codec does not need: the sender reads a file straight
+// into the frame that goes out, whose header is written in the room in
+// front of it, with one Write; the receiver reads an uncompressed frame
+// in place and decodes a compressed one once, and the item's reader
+// copies from the frame into the writer's buffer. Selections (selection.go,
 // protocol 3): the Hello may name several parts of the sender's tree
 // (Roots: several SRCs, --relative, --files-from) and include/exclude
 // rules (Filters), which the sender applies as it walks, merging parts

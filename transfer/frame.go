@@ -36,19 +36,38 @@ const (
 	frameQueue = 4
 )
 
-var rawPool = sync.Pool{New: func() any { b := make([]byte, 0, frameRawBytes); return &b }}
+// frameHdrRoom is the room a frameWriter's buffers keep in front of the
+// frame's data for its header, so that header and payload go out in one
+// Write without being joined: the codec byte and two uvarints of at most
+// maxFrameEnc (< 1<<28), which take at most binary.MaxVarintLen32 bytes.
+const frameHdrRoom = 1 + 2*binary.MaxVarintLen32
 
-// frameWriter turns a byte stream into frames. Write and Flush are called by
-// one goroutine; compression and the network write run in a second one, so
-// that reading files overlaps with compressing and sending.
+// rawPool holds a frameReader's decoded frames (length 0, capacity
+// frameRawBytes); sendPool a frameWriter's, with frameHdrRoom in front
+// (length frameHdrRoom, capacity frameHdrRoom+frameRawBytes), and its
+// encoded frames likewise.
+var (
+	rawPool  = sync.Pool{New: func() any { b := make([]byte, 0, frameRawBytes); return &b }}
+	sendPool = sync.Pool{New: func() any { b := make([]byte, frameHdrRoom, frameHdrRoom+frameRawBytes); return &b }}
+)
+
+// frameWriter turns a byte stream into frames. Write, Flush and
+// writeChunkFrom are called by one goroutine; compression and the network
+// write run in a second one, so that reading files overlaps with
+// compressing and sending. User space copies the data once at most: Write
+// copies the bytes it is given into the frame, writeChunkFrom has a file's
+// bytes read straight into it; a frame that goes out uncompressed is
+// written from there, its header in the room in front of it, with one
+// Write (a compressed one likewise from the codec's output).
 type frameWriter struct {
 	comp  compressor
 	codec Codec
-	buf   *[]byte
-	ch    chan *[]byte
-	done  chan struct{}
-	mu    sync.Mutex
-	err   error
+	// buf is the frame being filled: its data is (*buf)[frameHdrRoom:].
+	buf  *[]byte
+	ch   chan *[]byte
+	done chan struct{}
+	mu   sync.Mutex
+	err  error
 }
 
 func newFrameWriter(w io.Writer, c Compression) (*frameWriter, error) {
@@ -57,7 +76,7 @@ func newFrameWriter(w io.Writer, c Compression) (*frameWriter, error) {
 		return nil, err
 	}
 	fw := &frameWriter{comp: comp, codec: c.Codec, ch: make(chan *[]byte, frameQueue), done: make(chan struct{})}
-	fw.buf = rawPool.Get().(*[]byte)
+	fw.buf = sendPool.Get().(*[]byte)
 	go fw.run(w)
 	return fw, nil
 }
@@ -76,33 +95,39 @@ func (fw *frameWriter) Err() error {
 	return fw.err
 }
 
+// putFrameHeader writes the header of a frame of codec c, rawLen bytes
+// decoded and encLen encoded, at the end of room (frameHdrRoom bytes) and
+// returns where it starts.
+func putFrameHeader(room []byte, c Codec, rawLen, encLen int) int {
+	var hdr [frameHdrRoom]byte
+	hdr[0] = byte(c)
+	n := 1 + binary.PutUvarint(hdr[1:], uint64(rawLen))
+	n += binary.PutUvarint(hdr[n:], uint64(encLen))
+	return frameHdrRoom - copy(room[frameHdrRoom-n:], hdr[:n])
+}
+
 func (fw *frameWriter) run(w io.Writer) {
 	defer close(fw.done)
-	var enc, out []byte
-	var hdr [1 + 2*binary.MaxVarintLen64]byte
+	enc := make([]byte, frameHdrRoom)
 	for b := range fw.ch {
-		raw := *b
+		frame := *b // the header room, then the data
+		raw := frame[frameHdrRoom:]
 		if fw.Err() == nil {
-			codec, payload := CodecNone, raw
+			codec, out := CodecNone, frame
 			if fw.comp != nil {
-				var err error
-				enc, err = fw.comp.compress(enc, raw)
-				if err != nil {
+				if e, err := fw.comp.compress(enc[:frameHdrRoom], raw); err != nil {
 					fw.setErr(err)
-				} else if len(enc) > 0 && len(enc) < len(raw) {
-					codec, payload = fw.codec, enc
+				} else if enc = e; len(e) > frameHdrRoom && len(e)-frameHdrRoom < len(raw) {
+					codec, out = fw.codec, e
 				}
 			}
-			hdr[0] = byte(codec)
-			n := 1 + binary.PutUvarint(hdr[1:], uint64(len(raw)))
-			n += binary.PutUvarint(hdr[n:], uint64(len(payload)))
-			out = append(append(out[:0], hdr[:n]...), payload...)
-			if _, err := w.Write(out); err != nil {
+			start := putFrameHeader(out, codec, len(raw), len(out)-frameHdrRoom)
+			if _, err := w.Write(out[start:]); err != nil {
 				fw.setErr(err)
 			}
 		}
-		*b = raw[:0]
-		rawPool.Put(b)
+		*b = frame[:frameHdrRoom]
+		sendPool.Put(b)
 	}
 }
 
@@ -112,11 +137,11 @@ func (fw *frameWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
 		b := *fw.buf
-		k := min(len(p), frameRawBytes-len(b))
+		k := min(len(p), frameHdrRoom+frameRawBytes-len(b))
 		b = append(b, p[:k]...)
 		*fw.buf = b
 		p = p[k:]
-		if len(b) == frameRawBytes {
+		if len(b) == frameHdrRoom+frameRawBytes {
 			fw.send()
 		}
 	}
@@ -128,13 +153,92 @@ func (fw *frameWriter) Write(p []byte) (int, error) {
 
 func (fw *frameWriter) send() {
 	fw.ch <- fw.buf
-	fw.buf = rawPool.Get().(*[]byte)
+	fw.buf = sendPool.Get().(*[]byte)
+}
+
+// writeChunkFrom writes a chunk of item data, tag and uvarint length k
+// then k bytes, reading the bytes from r straight into the frames
+// (io.ReadFull, in as many reads as the chunk spans frames). Each piece
+// read is written to h, if not nil, before its frame can be sent. If r
+// yields only n < k bytes, the stream gets exactly what writing a chunk of
+// those n bytes gives (none for n = 0), as if they had been read first:
+// the frames a chunk fills are held until it is complete, so that its
+// length can still be rewritten. It returns n and r's error (io.EOF or
+// io.ErrUnexpectedEOF for a short read). k is at most chunkBytes, so a
+// chunk spans at most three frames.
+func (fw *frameWriter) writeChunkFrom(r io.Reader, k int, h io.Writer) (int, error) {
+	var hdr [1 + binary.MaxVarintLen64]byte
+	hdr[0] = tagChunk
+	hl := 1 + binary.PutUvarint(hdr[1:], uint64(k))
+	const full = frameHdrRoom + frameRawBytes
+	first, start := fw.buf, len(*fw.buf) // where the chunk starts
+	// held are the frames this chunk filled, not yet sent: at most two.
+	var heldArr [2]*[]byte
+	held := heldArr[:0]
+	for p := hdr[:hl]; len(p) > 0; {
+		if len(*fw.buf) == full {
+			held = append(held, fw.buf)
+			fw.buf = sendPool.Get().(*[]byte)
+		}
+		b := *fw.buf
+		m := copy(b[len(b):full], p)
+		*fw.buf, p = b[:len(b)+m], p[m:]
+	}
+	got := 0
+	var err error
+	for got < k {
+		if len(*fw.buf) == full {
+			held = append(held, fw.buf)
+			fw.buf = sendPool.Get().(*[]byte)
+		}
+		b := *fw.buf
+		dst := b[len(b):min(full, len(b)+k-got)]
+		var m int
+		m, err = io.ReadFull(r, dst)
+		if h != nil {
+			h.Write(dst[:m])
+		}
+		*fw.buf = b[:len(b)+m]
+		got += m
+		if err != nil {
+			break
+		}
+	}
+	if got < k {
+		// Rewrite the chunk with the length read: gather its data,
+		// put the stream back to where the chunk started and write it
+		// again (a source that failed or shrank: rare, so copied).
+		frames := append(held, fw.buf)
+		data := append([]byte(nil), (*first)[start:]...)
+		for _, b := range frames[1:] {
+			data = append(data, (*b)[frameHdrRoom:]...)
+		}
+		data = data[hl:]
+		for _, b := range frames[1:] {
+			*b = (*b)[:frameHdrRoom]
+			sendPool.Put(b)
+		}
+		*first = (*first)[:start]
+		fw.buf = first
+		if got > 0 {
+			fw.Write(hdr[:1+binary.PutUvarint(hdr[1:], uint64(got))])
+			fw.Write(data)
+		}
+		return got, err
+	}
+	for _, b := range held {
+		fw.ch <- b
+	}
+	if len(*fw.buf) == full {
+		fw.send()
+	}
+	return got, nil
 }
 
 // Flush hands the partial frame, if any, to the sending goroutine. It does
 // not wait for the network write.
 func (fw *frameWriter) Flush() error {
-	if len(*fw.buf) > 0 {
+	if len(*fw.buf) > frameHdrRoom {
 		fw.send()
 	}
 	return fw.Err()
@@ -205,7 +309,9 @@ func (fr *frameReader) Close() {
 }
 
 // readFrame reads and decodes one frame; io.EOF means a clean end of stream
-// at a frame boundary.
+// at a frame boundary. An uncompressed frame's payload is read straight
+// into the decoded frame, a compressed one's into enc and decoded from
+// there; either way within the sizes the header may announce.
 func readFrame(r *bufio.Reader, enc *[]byte) (*[]byte, error) {
 	c, err := r.ReadByte()
 	if err != nil {
@@ -225,12 +331,8 @@ func readFrame(r *bufio.Reader, enc *[]byte) (*[]byte, error) {
 	if raw == 0 || raw > maxFrameRaw || n > maxFrameEnc {
 		return nil, fmt.Errorf("%w: frame sizes raw %d, encoded %d out of range", ErrProtocol, raw, n)
 	}
-	if cap(*enc) < int(n) {
-		*enc = make([]byte, n)
-	}
-	e := (*enc)[:n]
-	if _, err := io.ReadFull(r, e); err != nil {
-		return nil, unexpected(err)
+	if Codec(c) == CodecNone && n != raw {
+		return nil, fmt.Errorf("%w: frame: frame size %d != announced %d", ErrProtocol, n, raw)
 	}
 	b := rawPool.Get().(*[]byte)
 	if cap(*b) < int(raw) {
@@ -238,6 +340,19 @@ func readFrame(r *bufio.Reader, enc *[]byte) (*[]byte, error) {
 		b = &nb
 	}
 	*b = (*b)[:raw]
+	if Codec(c) == CodecNone { // the payload is the data: read in place
+		if _, err := io.ReadFull(r, *b); err != nil {
+			return nil, unexpected(err)
+		}
+		return b, nil
+	}
+	if cap(*enc) < int(n) {
+		*enc = make([]byte, n)
+	}
+	e := (*enc)[:n]
+	if _, err := io.ReadFull(r, e); err != nil {
+		return nil, unexpected(err)
+	}
 	if err := decompress(Codec(c), *b, e); err != nil {
 		return nil, fmt.Errorf("%w: frame: %w", ErrProtocol, err)
 	}

@@ -295,17 +295,17 @@ func goldenCases(t *testing.T) []goldenCase {
 		{"read", framed(false, func(e *encoder) { e.byte(msgRead); e.items(items) }),
 			unframed(false, msgByte(msgRead, func(d *decoder) (any, error) { return d.items() })), items},
 		{"item_data_whole", framed(false, func(e *encoder) {
-			sendItemData(context.Background(), e, &memSource{files: map[string][]byte{"index.php": goldenFile}}, &items[0], make([]byte, 512))
+			sendItemData(context.Background(), e, &memSource{files: map[string][]byte{"index.php": goldenFile}}, &items[0], 512)
 		}), unframed(false, func(d *decoder) (any, error) { return collect(d, &items[0]) }), itemResult{string(goldenFile), nil}},
 		{"item_data_verify", framed(true, func(e *encoder) {
-			sendItemData(context.Background(), e, &memSource{files: map[string][]byte{"index.php": goldenFile}}, &items[0], make([]byte, 512))
+			sendItemData(context.Background(), e, &memSource{files: map[string][]byte{"index.php": goldenFile}}, &items[0], 512)
 		}), unframed(true, func(d *decoder) (any, error) { return collect(d, &items[0]) }), itemResult{string(goldenFile), nil}},
 		{"item_data_error", framed(false, func(e *encoder) {
-			sendItemData(context.Background(), e, &memSource{files: map[string][]byte{"index.php": goldenFile}, failAt: map[string]int{"index.php": 100}}, &items[0], make([]byte, 512))
+			sendItemData(context.Background(), e, &memSource{files: map[string][]byte{"index.php": goldenFile}, failAt: map[string]int{"index.php": 100}}, &items[0], 512)
 		}), unframed(false, func(d *decoder) (any, error) { return collect(d, &items[0]) }),
 			itemResult{string(goldenFile[:100]), &RemoteError{Msg: errReadFailed.Error()}}},
 		{"item_data_delta", framed(false, func(e *encoder) {
-			sendItemData(context.Background(), e, &memSource{files: map[string][]byte{"index.php": goldenFile}}, &items[2], make([]byte, 512))
+			sendItemData(context.Background(), e, &memSource{files: map[string][]byte{"index.php": goldenFile}}, &items[2], 512)
 		}), unframed(false, func(d *decoder) (any, error) {
 			it := headerOnly(items)[2]
 			return collect(d, &it)

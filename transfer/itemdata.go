@@ -59,14 +59,16 @@ func finishRead(r io.Reader) error {
 
 // sendItemData writes one item's data as chunks and an end tag, or an error
 // tag if the source fails. With enc.verify the end tag is a sum tag: the
-// xxh3-128 of the bytes read, which the receiver checks. buf is the disk
-// read buffer (any size; chunks on the wire stay at most chunkBytes). It
-// returns the item's error: the source's (a failed open or read, a file
-// that shrank or changed while it was read, ErrSizeMismatch,
-// ErrSourceChanged), which the error tag also tells the receiver. Stream
-// errors are sticky in enc's frame writer (enc.fw.Err), for the caller to
-// check.
-func sendItemData(ctx context.Context, enc *encoder, src ItemSource, it *Item, buf []byte) (itemErr error) {
+// xxh3-128 of the bytes read, which the receiver checks. readBytes is the
+// read size (--read-buffer): the item is cut into chunks of readBytes, or
+// chunkBytes if smaller, each read from the source straight into the
+// frames (frameWriter.writeChunkFrom), so that its bytes are copied by no
+// code of ours on their way to the wire. It returns the item's error: the
+// source's (a failed open or read, a file that shrank or changed while it
+// was read, ErrSizeMismatch, ErrSourceChanged), which the error tag also
+// tells the receiver. Stream errors are sticky in enc's frame writer
+// (enc.fw.Err), for the caller to check.
+func sendItemData(ctx context.Context, enc *encoder, src ItemSource, it *Item, readBytes int) (itemErr error) {
 	r, err := src.Open(ctx, it)
 	if err != nil {
 		enc.byte(tagErr)
@@ -78,22 +80,24 @@ func sendItemData(ctx context.Context, enc *encoder, src ItemSource, it *Item, b
 		return sendDelta(enc, r, it)
 	}
 	var h *xxh3.Hasher
+	var hw io.Writer // h, or nil
 	if enc.verify {
 		h = xxh3.New()
+		hw = h
 	}
+	readBytes = max(readBytes, 1)
 	var sent int64
 	for sent < it.Length {
-		n, err := io.ReadFull(r, buf[:min(int64(len(buf)), it.Length-sent)])
-		if h != nil {
-			h.Write(buf[:n])
+		// The chunks of a read of readBytes bytes, as the wire has always cut them.
+		read := min(int64(readBytes), it.Length-sent)
+		var err error
+		for read > 0 && err == nil {
+			k := int(min(read, chunkBytes))
+			var n int
+			n, err = enc.fw.writeChunkFrom(r, k, hw)
+			sent += int64(n)
+			read -= int64(n)
 		}
-		for data := buf[:n]; len(data) > 0; { // chunks of at most chunkBytes
-			k := min(len(data), chunkBytes)
-			enc.byte(tagChunk)
-			enc.bytes(data[:k])
-			data = data[k:]
-		}
-		sent += int64(n)
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			err = fmt.Errorf("%w: file shrank to %d bytes while being read (expected %d)", ErrSizeMismatch, sent, it.Length)
 		}

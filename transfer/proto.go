@@ -68,8 +68,11 @@ type Hello struct {
 	// for RoleReceiver, which the server hands to ServerConfig.NewSink;
 	// nil means the zero ReceiverOptions.
 	Receiver *ReceiverOptions `json:"receiver,omitempty"`
-	// ReadBufferBytes is the disk read buffer the server uses as a sender
-	// (--read-buffer); 0 means chunkBytes. Capped at maxReadBuffer.
+	// ReadBufferBytes is the read size the server uses as a sender
+	// (--read-buffer): a whole item's data goes in runs of this many
+	// bytes, each cut into chunks of at most chunkBytes that are read
+	// straight into the frames; the tar role's read buffer. 0 means
+	// chunkBytes. Capped at maxReadBuffer.
 	ReadBufferBytes int `json:"read_buffer,omitempty"`
 	// RsyncArgs are the rsync option words (e.g. "-tpr") for the
 	// RoleRsyncSender role; the server checks them against a whitelist and

@@ -563,10 +563,9 @@ func TestSendItemDataToRecv(t *testing.T) {
 		t.Fatal(err)
 	}
 	enc := &encoder{fw: fw}
-	buf := make([]byte, chunkBytes)
 	var sendErrs []error
 	for i := range items {
-		sendErrs = append(sendErrs, sendItemData(context.Background(), enc, src, &items[i], buf))
+		sendErrs = append(sendErrs, sendItemData(context.Background(), enc, src, &items[i], chunkBytes))
 	}
 	if err := fw.Close(); err != nil {
 		t.Fatal(err)
@@ -609,7 +608,7 @@ func TestSendItemDataChunkSize(t *testing.T) {
 	it := &Item{Entry: treewalk.Entry{Path: "f", Kind: treewalk.KindFile, Size: int64(len(big))}, Length: int64(len(big))}
 	for _, bufSize := range []int{1, 4096, chunkBytes, chunkBytes + 1, 3*chunkBytes + 1, 8 * chunkBytes} {
 		msgs := messageBytes(t, func(e *encoder) {
-			if err := sendItemData(context.Background(), e, src, it, make([]byte, bufSize)); err != nil {
+			if err := sendItemData(context.Background(), e, src, it, bufSize); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -245,18 +245,21 @@ func (s *server) openSource() (*LocalSource, error) {
 	return OpenSelection(sel, open)
 }
 
-// readBuffer allocates the sender's disk read buffer: the client's
-// --read-buffer, chunkBytes by default, within 4 KiB and maxReadBuffer.
-func (s *server) readBuffer() []byte {
+// readBytes is the sender's read size: the client's --read-buffer,
+// chunkBytes by default, within 4 KiB and maxReadBuffer.
+func (s *server) readBytes() int {
 	rb := s.hello.ReadBufferBytes
 	if rb <= 0 {
 		rb = chunkBytes
 	}
-	return make([]byte, min(max(rb, 4<<10), maxReadBuffer))
+	return min(max(rb, 4<<10), maxReadBuffer)
 }
 
+// readBuffer allocates the tar sender's disk read buffer, of readBytes.
+func (s *server) readBuffer() []byte { return make([]byte, s.readBytes()) }
+
 func (s *server) loop(ctx context.Context) error {
-	buf := s.readBuffer()
+	readBytes := s.readBytes()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -285,7 +288,7 @@ func (s *server) loop(ctx context.Context) error {
 			}
 			s.enc.status(nil)
 			for i := range items {
-				sendItemData(ctx, &s.enc, s.src, &items[i], buf)
+				sendItemData(ctx, &s.enc, s.src, &items[i], readBytes)
 			}
 		case m == msgFileList && s.dst != "":
 			entries, err := s.dec.entries()
