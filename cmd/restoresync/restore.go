@@ -104,7 +104,7 @@ func (o *restoreOptions) addFlags(cmd *cobra.Command) {
 	f.BoolVarP(&r.WholeFile, "whole-file", "W", false, "send changed files whole instead of as deltas against DST's copy (raw method)")
 	f.Var(&r.Compression, "compress", "per-stream compression: none, lz4, zstd or gzip, optionally :LEVEL")
 	f.Var(&o.blockSize, "block-size", "files larger than this are split into blocks spread across streams")
-	f.Var(&o.readBuf, "read-buffer", "disk read buffer per stream (sending side)")
+	f.Var(&o.readBuf, "read-buffer", "the sender's read size per stream, at most 256KiB for the raw method (its wire frames)")
 	f.Var(&o.writeBuf, "write-buffer", "disk write buffer per file (receiving side)")
 	f.BoolVar(&r.Writer.Owner.NumericIDs, "numeric-ids", false, "keep numeric user and group ids instead of mapping by name")
 	f.StringVar(&r.Writer.Owner.Chown, "chown", "", "set owner and group of every file: USER:GROUP (rsync syntax)")
