@@ -259,29 +259,38 @@ func parseChmodOwner(specs []string, umask *uint32) (ChmodRules, error) {
 // is safe for concurrent use.
 func ProcessUmask() uint32 { return processUmask() }
 
-// processUmask returns this process's umask without changing it (calling
-// umask(2) to read it would briefly change it for every thread). It reads
-// the "Umask:" line of /proc/self/status (Linux 4.7 and later) and falls back
-// to defaultUmask.
+// processUmask returns this process's umask (readUmask), or defaultUmask
+// when it cannot be read.
 func processUmask() uint32 {
+	if u, ok := readUmask(); ok {
+		return u
+	}
+	return defaultUmask
+}
+
+// readUmask returns this process's umask (permission bits) without
+// changing it (calling umask(2) to read it would briefly change it for
+// every thread): the "Umask:" line of /proc/self/status (Linux 4.7 and
+// later). ok is false when it cannot be read.
+func readUmask() (umask uint32, ok bool) {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
-		return defaultUmask
+		return 0, false
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		v, ok := strings.CutPrefix(sc.Text(), "Umask:")
-		if !ok {
+		v, found := strings.CutPrefix(sc.Text(), "Umask:")
+		if !found {
 			continue
 		}
 		u, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
 		if err != nil {
-			break
+			return 0, false
 		}
-		return uint32(u) & 0o777
+		return uint32(u) & 0o777, true
 	}
-	return defaultUmask
+	return 0, false
 }
 
 // octal formats a mode as chmod(1) takes it ("0755").

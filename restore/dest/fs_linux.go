@@ -2,7 +2,6 @@ package dest
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -58,27 +57,6 @@ func probeTmpfileLink(fd, dirfd int, name string) int32 {
 		return linkNone
 	}
 	return linkUnknown
-}
-
-// readUmask returns this process's umask (permission bits), or -1 if it
-// cannot be read, without changing it: from the "Umask:" line of
-// /proc/self/status (Linux 4.7 and later), since umask(2) would change it
-// for every thread while it is read.
-func readUmask() int {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
-			u, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
-			if err != nil {
-				return -1
-			}
-			return int(u & 0o777)
-		}
-	}
-	return -1
 }
 
 // futimens sets fd's mtime to ns nanoseconds since the epoch, leaving atime.

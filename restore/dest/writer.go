@@ -66,14 +66,15 @@ type Writer struct {
 	dirs    dirCache     // the data path's open directories
 	tmpLink atomic.Int32 // how O_TMPFILE files are linked (link* in fs_linux.go)
 
-	umaskOnce sync.Once
-	umask     int // the process umask, -1 if unknown (umaskBits)
+	umaskOnce  sync.Once
+	umask      uint32 // the process umask (umaskBits)
+	umaskKnown bool   // whether it could be read
 }
 
 // umaskBits returns the process umask and whether it is known.
 func (w *Writer) umaskBits() (uint32, bool) {
-	w.umaskOnce.Do(func() { w.umask = readUmask() })
-	return uint32(w.umask), w.umask >= 0
+	w.umaskOnce.Do(func() { w.umask, w.umaskKnown = readUmask() })
+	return w.umask, w.umaskKnown
 }
 
 // NewWriter creates dst if missing and opens it; with o.DryRun it only
