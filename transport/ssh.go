@@ -114,8 +114,7 @@ func NewSSHDialer(loc Location, o SSHOptions) (Dialer, error) {
 	d.display = user + "@" + d.addr
 	d.hostKeyAddr = d.addr
 	if hc.hostKeyAlias != "" {
-		// OpenSSH looks an alias up without the port.
-		d.hostKeyAddr = net.JoinHostPort(hc.hostKeyAlias, "22")
+		d.hostKeyAddr = hostKeyAliasAddr(hc.hostKeyAlias)
 	}
 
 	if err := d.loadKnownHosts(o.KnownHosts, hc, user); err != nil {
@@ -438,4 +437,19 @@ func (d *sshDialer) WithCommand(command string) Dialer {
 	c := *d
 	c.command = command
 	return &c
+}
+
+// hostKeyAliasAddr returns the address the known_hosts check is given for
+// an ssh_config HostKeyAlias. OpenSSH looks the alias up as it is written,
+// without the connection's port: "name", or "[name]:port" for an entry
+// recorded with a port. knownhosts writes a host:port address with a port
+// other than 22 as "[host]:port", so "[name]:port" is passed as name:port
+// and any other alias with port 22.
+func hostKeyAliasAddr(alias string) string {
+	if strings.HasPrefix(alias, "[") {
+		if h, p, err := net.SplitHostPort(alias); err == nil {
+			return net.JoinHostPort(h, p)
+		}
+	}
+	return net.JoinHostPort(alias, "22")
 }
