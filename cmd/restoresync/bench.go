@@ -251,7 +251,7 @@ func (o *benchRunOptions) addFlags(cmd *cobra.Command) {
 	f.StringVarP(&r.SSH.Rsh, "rsh", "e", "", "remote shell command for restores and baselines (e.g. 'ssh -p 2222')")
 	f.StringVar(&r.SSH.RemotePath, "remote-path", "", "restoresync binary on the remote host; 'none': no agent there")
 	f.StringVarP(&r.SSH.ConfigFile, "config-file", "F", "", "ssh_config file")
-	f.StringArrayVarP(&r.SSH.Identities, "identity", "i", nil, "private key file (repeatable)")
+	f.VarP(identityFlag{&r.SSH.Identities}, "identity", "i", "private key file (repeatable)")
 	f.StringArrayVar(&r.SSH.KnownHosts, "known-hosts", nil, "known_hosts file (repeatable)")
 	o.addFarFlags(f)
 }

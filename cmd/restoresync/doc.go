@@ -17,7 +17,8 @@
 // and argument checks; restore.go — the restore command, its options, its
 // end error and --json report; ls.go — the ls command (its lines, --json,
 // --versions' table); flags_conn.go — the connection flags restore and ls
-// share (-e, --remote-path, -F, -i, --known-hosts); account.go — --account; config.go —
+// share (-e, --remote-path, -F, -i, --known-hosts); flags_identity.go —
+// -i, which refuses a directory; account.go — --account; config.go —
 // configKeys, --config, the configuration file applied to the flags,
 // 'config show'; config_check.go — range checks of settings; hooks.go —
 // --pre-hook and --post-hook; logging.go — the log, warnings and

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// identityFlag is -i/--identity, ssh's private key file (repeatable). A
+// directory is refused when the flag is parsed: rsync users type -i for
+// --itemize-changes, and "-i SRC DST" would otherwise take SRC as a key
+// and restore DST into the next argument.
+type identityFlag struct{ files *[]string }
+
+// Set adds one key file; a directory is an error.
+func (f identityFlag) Set(v string) error {
+	if fi, err := os.Stat(v); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory, not a private key file (-i is ssh's --identity; rsync's -i is --itemize-changes, written out here)", v)
+	}
+	*f.files = append(*f.files, v)
+	return nil
+}
+
+// String returns the key files given so far, comma-separated.
+func (f identityFlag) String() string {
+	if f.files == nil {
+		return ""
+	}
+	return strings.Join(*f.files, ",")
+}
+
+// Type names the value in --help.
+func (f identityFlag) Type() string { return "file" }
