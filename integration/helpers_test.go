@@ -25,6 +25,7 @@ import (
 	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/internal/testreport"
 	"github.com/restoresync/restoresync/internal/testsshd"
+	"github.com/restoresync/restoresync/internal/testtree"
 	"github.com/restoresync/restoresync/transfer"
 )
 
@@ -364,24 +365,4 @@ func walkRel(t *testing.T, root string, fn func(rel string, d fs.DirEntry)) {
 }
 
 // smallTree writes a small account-like tree and returns its path.
-func smallTree(t *testing.T) string {
-	t.Helper()
-	src := filepath.Join(t.TempDir(), "src")
-	files := map[string]string{
-		"public_html/index.php":      "<?php echo 'hi';\n",
-		"public_html/wp-config.php":  "<?php define('DB_PASSWORD', 'x');\n",
-		"public_html/img/logo.png":   strings.Repeat("\x89PNG", 3000),
-		"mail/cur/1700000000.M1.box": "Subject: hi\n\nhello\n",
-		"empty":                      "",
-	}
-	for name, data := range files {
-		p := filepath.Join(src, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return src
-}
+func smallTree(t *testing.T) string { return testtree.Small(t) }

@@ -2,17 +2,14 @@ package restore
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/zeebo/xxh3"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/restoresync/restoresync/transfer"
@@ -287,32 +284,10 @@ func (localLister) list(ctx context.Context, root transfer.SourceRoot, depth, fi
 		return list, nil, nil
 	}
 	m := map[string]string{}
-	for _, e := range list.Entries {
-		if e.Kind != treewalk.KindFile {
-			continue
-		}
-		it := transfer.Item{Entry: e, Length: e.Size}
-		r, err := src.Open(ctx, &it)
-		if err != nil {
-			continue
-		}
-		h := xxh3.New()
-		_, err = io.Copy(h, r)
-		r.Close()
-		if err == nil {
-			m[e.Path] = sumHex(h.Sum64())
-		}
+	for _, fs := range transfer.SumFiles(ctx, src, list.Entries) {
+		m[fs.Path] = fs.XXH3
 	}
 	return list, m, nil
-}
-
-// sumHex is the 16-digit hex form of an xxh3-64 sum.
-func sumHex(s uint64) string {
-	var b [8]byte
-	for i := range b {
-		b[i] = byte(s >> (56 - 8*i))
-	}
-	return hex.EncodeToString(b[:])
 }
 
 // ModeString is the entry's type and mode as ls -l and rsync --list-only

@@ -203,7 +203,7 @@ func (l *remoteLister) findList(ctx context.Context, root transfer.SourceRoot, d
 		n, err := io.Copy(h, s)
 		s.Close()
 		if err == nil && n == e.Size {
-			m[e.Path] = sumHex(h.Sum64())
+			m[e.Path] = transfer.SumHex(h.Sum64())
 		} else if ctx.Err() != nil {
 			return list, nil, ctx.Err()
 		} else {

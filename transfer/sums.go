@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -73,8 +74,18 @@ func (s *server) sums(ctx context.Context) ([]FileSum, error) {
 	if len(files) > maxSumFiles {
 		return nil, fmt.Errorf("%d files to hash: more than %d in one request", len(files), maxSumFiles)
 	}
+	return SumFiles(ctx, src, files), nil
+}
+
+// SumFiles returns the xxh3-64 of each regular file among entries, read
+// through src, in list order; a file that cannot be read is left out.
+// The caller bounds how many files that is. Safe for concurrent use: each file is opened and read on its own.
+func SumFiles(ctx context.Context, src *LocalSource, entries []treewalk.Entry) []FileSum {
 	sums := []FileSum{}
-	for _, e := range files {
+	for _, e := range entries {
+		if e.Kind != treewalk.KindFile {
+			continue
+		}
 		it := Item{Entry: e, Length: e.Size}
 		r, err := src.Open(ctx, &it)
 		if err != nil {
@@ -83,15 +94,17 @@ func (s *server) sums(ctx context.Context) ([]FileSum, error) {
 		h := xxh3.New()
 		_, err = io.Copy(h, r)
 		r.Close()
-		if err != nil {
-			continue
+		if err == nil {
+			sums = append(sums, FileSum{Path: e.Path, XXH3: SumHex(h.Sum64())})
 		}
-		sum := h.Sum64()
-		var b [8]byte
-		for i := range b {
-			b[i] = byte(sum >> (56 - 8*i))
-		}
-		sums = append(sums, FileSum{Path: e.Path, XXH3: hex.EncodeToString(b[:])})
 	}
-	return sums, nil
+	return sums
+}
+
+// SumHex is an xxh3-64 sum as FileSum.XXH3 writes it: 16 lower-case hex
+// digits, most significant first.
+func SumHex(sum uint64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], sum)
+	return hex.EncodeToString(b[:])
 }

@@ -149,16 +149,7 @@ func TestListenEcho(t *testing.T) {
 		return echoHandler(ctx, s)
 	})
 	d := ts.dialer(t, "alice", ts.identity, SSHOptions{RemotePath: "/opt/my tools/restoresync"})
-	var wg sync.WaitGroup
-	for i := range 6 {
-		size := 256 << 10
-		if i == 0 {
-			size = 8 << 20
-		}
-		s := dialT(t, d)
-		wg.Go(func() { checkEcho(t, s, size) })
-	}
-	wg.Wait()
+	echoStreams(t, d, 6, 256<<10)
 	mu.Lock()
 	defer mu.Unlock()
 	if users["alice"] != 6 {

@@ -90,10 +90,17 @@ func TestSSHDialerEchoViaConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Streams are separate connections: run a big one alongside small ones.
+	echoStreams(t, d, 4, 64<<10)
+}
+
+// echoStreams dials n streams with d at once and checks that each echoes
+// what it is sent: 8 MiB on the first, small bytes on the others, so that
+// a big stream runs alongside small ones (each is its own connection).
+func echoStreams(t *testing.T, d Dialer, n, small int) {
+	t.Helper()
 	var wg sync.WaitGroup
-	for i := range 4 {
-		size := 64 << 10
+	for i := range n {
+		size := small
 		if i == 0 {
 			size = 8 << 20
 		}

@@ -6,13 +6,12 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/restoresync/restoresync/internal/testreport"
+	"github.com/restoresync/restoresync/internal/testtree"
 )
 
 // result is what a run() in this process returned and printed.
@@ -52,27 +51,7 @@ func parseReport(t *testing.T, r result) testreport.Report {
 }
 
 // smallTree writes a small account-like tree and returns its path.
-func smallTree(t *testing.T) string {
-	t.Helper()
-	src := filepath.Join(t.TempDir(), "src")
-	files := map[string]string{
-		"public_html/index.php":      "<?php echo 'hi';\n",
-		"public_html/wp-config.php":  "<?php define('DB_PASSWORD', 'x');\n",
-		"public_html/img/logo.png":   strings.Repeat("\x89PNG", 3000),
-		"mail/cur/1700000000.M1.box": "Subject: hi\n\nhello\n",
-		"empty":                      "",
-	}
-	for name, data := range files {
-		p := filepath.Join(src, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return src
-}
+func smallTree(t *testing.T) string { return testtree.Small(t) }
 
 // ansi matches terminal escape sequences.
 var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
