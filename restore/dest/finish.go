@@ -143,7 +143,7 @@ func (w *Writer) special(cur *dirCursor, e *treewalk.Entry) error {
 		return err
 	}
 	uid, gid, mode := w.policy.Resolve(e)
-	typ := map[treewalk.Kind]uint32{treewalk.KindFifo: unix.S_IFIFO, treewalk.KindCharDev: unix.S_IFCHR, treewalk.KindBlkDev: unix.S_IFBLK}[e.Kind]
+	typ := kindMode(e.Kind) // a fifo or a device: special is called for no other kind
 	if typ != unix.S_IFIFO && !w.chown {
 		return errors.New("device files can only be created by root")
 	}
