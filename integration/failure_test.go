@@ -69,8 +69,15 @@ func TestE2EExitCodes(t *testing.T) {
 		if n := strings.Count(r.stderr, "open source"); n != 1 {
 			t.Errorf("the error is said %d times, want once:\n%s", n, r)
 		}
-		// --json says how the run ended, on stdout, for scripts.
-		r = runBin(t, append(append([]string{"restore", "--json"}, sshdArgs(srv)...), sshdURL(srv, missing), filepath.Join(t.TempDir(), "dst"))...)
+		// --json says how the run ended, on stdout, for scripts. The agent
+		// runs behind a shell startup that writes to stderr, as a noisy
+		// .bashrc does: the agent's own error is the whole message.
+		noisy := filepath.Join(t.TempDir(), "noisy-agent")
+		script := "#!/bin/sh\necho 'pyenv: cannot rehash: /root/.pyenv/shims is not writable' >&2\nexec " + binPath + " \"$@\"\n"
+		if err := os.WriteFile(noisy, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r = runBin(t, append(append([]string{"restore", "--json"}, sshdArgs(srv)...), "--remote-path", noisy, sshdURL(srv, missing), filepath.Join(t.TempDir(), "dst"))...)
 		wantExit(t, r, exitFileIO, missing)
 		rep := parseReport(t, r)
 		if rep.ExitCode != exitFileIO || !strings.Contains(rep.Error, missing) {

@@ -119,7 +119,15 @@ func (s closingStream) Close() error {
 // withStderr is transport.WithStderr, and marks with ErrNoAgent a protocol
 // failure whose remote could not run the agent: the remote shell's words
 // for a missing command (they have no typed form) or its exit status 127.
+// An error the agent itself sent (a RemoteError) is returned as it is: it
+// says the cause, and the remote's stderr then holds only what the
+// account's shell startup printed (a noisy .bashrc), which is no part of
+// it.
 func withStderr(s transport.Stream, err error) error {
+	var re *RemoteError
+	if errors.As(err, &re) {
+		return err
+	}
 	err = transport.WithStderr(s, err)
 	msg := s.Stderr()
 	if errors.Is(err, ErrProtocol) && !errors.Is(err, ErrNoAgent) &&
@@ -140,10 +148,6 @@ func (c *Conn) fail(err error) error {
 	}
 	if terr := c.idle.Err(); terr != nil {
 		return terr
-	}
-	var re *RemoteError
-	if errors.As(err, &re) {
-		return err
 	}
 	return withStderr(c.s, err)
 }
