@@ -90,20 +90,23 @@ func TestAccountOwnership(t *testing.T) {
 	// A rerun into the account's own DST needs no --force.
 	mustRun(t, "restore", "--config", "none", "--account", name, src, dst)
 
-	// DST owned by root: refused, untouched.
+	// A non-empty DST owned by root: refused, untouched.
 	other := filepath.Join(t.TempDir(), "other")
 	if err := os.Mkdir(other, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(other, "root-file"), []byte("root's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r = runBin(t, "restore", "--config", "none", "--account", name, src, other)
-	if r.code != exitUsage || !strings.Contains(r.stderr, "not by account "+name) || !strings.Contains(r.stderr, "--force") {
-		t.Errorf("restore into a root-owned DST: want exit 1 naming the account and --force:\n%s", r)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "not by account "+name) || !strings.Contains(r.stderr, "--ignore-dst-owner") {
+		t.Errorf("restore into a root-owned DST: want exit 1 naming the account and --ignore-dst-owner:\n%s", r)
 	}
-	if names, _ := os.ReadDir(other); len(names) != 0 {
-		t.Errorf("a refused restore wrote %d entries into DST", len(names))
+	if names, _ := os.ReadDir(other); len(names) != 1 {
+		t.Errorf("a refused restore wrote %d entries into DST", len(names)-1)
 	}
-	// --force overrides; --chown overrides the owner.
-	mustRun(t, "restore", "--config", "none", "--account", name, "--force", "--chown", "nobody:"+name, src, other)
+	// --ignore-dst-owner overrides; --chown overrides the owner.
+	mustRun(t, "restore", "--config", "none", "--account", name, "--ignore-dst-owner", "--chown", "nobody:"+name, src, other)
 	nobody, _ := user.Lookup("nobody")
 	nuid, _ := strconv.ParseUint(nobody.Uid, 10, 32)
 	assertOwnedBy(t, filepath.Join(other, "public_html"), uint32(nuid), gid)

@@ -70,7 +70,8 @@
 // tears every stream down at once. Raw and tar leave complete files under
 // their final names, no temporary file (the writer removes those of the
 // files it did not finish; only a killed process leaves some, which a rerun
-// reuses or removes), and directories with mode 0700 and the current mtime.
+// reuses or removes), and the directories it made with their final owner,
+// their final mode plus rwx for that owner, and the current mtime.
 // rsync leaves the files gokrazy renamed into place complete but with its
 // interim metadata (their 0777 bits, mtimes to the second), and maybe a
 // gokrazy temporary file at the top of DST. A rerun of the same command

@@ -11,21 +11,25 @@ import (
 // opsOptions are the restore flags for operators: the account, hooks,
 // progress, logs and the bandwidth limit.
 type opsOptions struct {
-	account   string
-	preHook   string
-	postHook  string
-	progress  progressMode
-	quiet     bool
-	verbose   bool
-	logFormat logFormat
-	bwlimit   bwLimit
+	account string
+	// ignoreDstOwner (--ignore-dst-owner) restores --account NAME into a
+	// DST that another user owns.
+	ignoreDstOwner bool
+	preHook        string
+	postHook       string
+	progress       progressMode
+	quiet          bool
+	verbose        bool
+	logFormat      logFormat
+	bwlimit        bwLimit
 }
 
 func (o *restoreOptions) addOpsFlags(f *pflag.FlagSet) {
 	p := &o.ops
 	p.progress = progressAuto
 	p.logFormat = logText
-	f.StringVar(&p.account, "account", "", "restore the tree of this account: owned by its user and group here (unless --chown), DST must be its own (unless --force); selects the config's [account.NAME]")
+	f.StringVar(&p.account, "account", "", "restore the tree of this account: owned by its user and group here (unless --chown), DST must be its own (unless --ignore-dst-owner); selects the config's [account.NAME]")
+	f.BoolVar(&p.ignoreDstOwner, "ignore-dst-owner", false, "with --account, restore into a DST owned by another user (an empty DST owned by root is accepted without it)")
 	f.StringVar(&p.preHook, "pre-hook", "", "shell command run before anything is written; a non-zero exit aborts the restore with that status")
 	f.StringVar(&p.postHook, "post-hook", "", "shell command run after the transfer (also after a failed one), with the outcome in RESTORE_* variables")
 	f.Var(&p.progress, "progress", "progress on stderr: auto (a bar on a terminal, else plain), bar, plain (a line every few seconds), none")

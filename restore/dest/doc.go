@@ -59,9 +59,12 @@
 //
 // What an interruption leaves behind (a dropped stream, cancellation, a
 // killed process): completed files in place under their final names, and
-// directories with mode 0700 and the current time as mtime (but a DST
-// this Writer created, for a list without a "." entry, has the mode mkdir
-// gave it from Plan on). A file that fails has
+// the directories Plan made with their final owner, their final mode plus
+// rwx for that owner (interimDirMode) and the current time as mtime; a DST
+// this Writer created is owned from NewWriter on by the owner the policy
+// gives a root-owned directory (the account's with --chown), and from Plan
+// on has the "." entry's owner and interim mode, or for a list without a
+// "." entry the mode mkdir gave it. A file that fails has
 // its temporary file removed at once (an unnamed one never had a name);
 // Close removes those of split files not committed; only a killed writer
 // leaves named temporary files. A rerun skips the completed files (quick
@@ -72,8 +75,8 @@
 //
 // A restore through a Writer, the raw method:
 //
-//	w := NewWriter(dst, opts)            // DST made (mkdir 0777, owner-only) if missing, opened
-//	plan := w.Plan(ctx, entries)         // mkdir, quick check, split temps, signatures
+//	w := NewWriter(dst, opts)            // DST made (mkdir 0777, owner-only, chowned) if missing, opened
+//	plan := w.Plan(ctx, entries)         // mkdir (final owner, interim mode), quick check, split temps, signatures
 //	for each item of plan.Need, on any stream:
 //	    w.WriteItem(ctx, item, data)     // unnamed temp, metadata on the fd, link
 //	for each split file, once its blocks are in:
@@ -90,8 +93,8 @@
 // ErrUnknownName, SpecError and the parse errors; options.go —
 // WriterOptions and their defaults; writer.go — Writer, NewWriter, Close,
 // temporary names, metadata on a descriptor; cursor.go — the directory
-// cursor and the pass over a file list; plan.go — Plan (mkdir, quick
-// check); item.go — WriteItem, Commit, OpenBasis, split files, unnamed
+// cursor and the pass over a file list; plan.go — Plan (mkdir with
+// the final owner, quick check); item.go — WriteItem, Commit, OpenBasis, split files, unnamed
 // temporary files; dircache.go — the data path's directory descriptors;
 // signatures.go — basis signatures for deltas; finish.go — Finish
 // (symlinks, special files, hardlinks, directory metadata); hardlink.go

@@ -11,25 +11,43 @@ import (
 	"github.com/restoresync/restoresync/treewalk"
 )
 
-// settleRoot gives a DST that this Writer created, when entries (the whole
-// file list) has no "." entry to take its metadata from (several SRCs, -R,
-// --files-from, a file SRC), back the mode mkdir gave it (NewWriter's
-// rootMode: 0777 less the umask, or what the parent's default ACL makes,
-// with the parent's setgid bit), as rsync leaves it. Plan calls it before
-// any file is written, so that an interrupted run leaves no owner-only DST
-// behind (a rerun, which finds DST there, would not change it); Finish
-// calls it too, for the methods without a Plan. It acts once. Not safe for
-// concurrent use.
+// settleRoot settles the metadata of a DST that this Writer created
+// before any file is written into it: with a "." entry in entries (the
+// whole file list), DST gets that entry's owner and interim mode (ownRoot);
+// without one (several SRCs, -R, --files-from, a file SRC), it gets back
+// the mode mkdir gave it (NewWriter's rootMode: 0777 less the umask, or
+// what the parent's default ACL makes, with the parent's setgid bit), as
+// rsync leaves it. Plan calls it before any file is written, so that an
+// interrupted run leaves no owner-only or root-owned DST behind (a rerun,
+// which finds DST there, would not change it); Finish calls it too, for
+// the methods without a Plan. It acts once. Not safe for concurrent use.
 func (w *Writer) settleRoot(entries []treewalk.Entry) error {
-	if !w.rootNarrowed || w.rootSettled {
+	if !w.created || w.rootSettled {
 		return nil
 	}
+	if i := slices.IndexFunc(entries, func(e treewalk.Entry) bool { return e.Path == "." }); i >= 0 {
+		return w.ownRoot(&entries[i])
+	}
 	w.rootSettled = true
-	if slices.ContainsFunc(entries, func(e treewalk.Entry) bool { return e.Path == "." }) {
+	if !w.rootNarrowed {
 		return nil
 	}
 	if err := unix.Fchmod(w.rootFd, w.rootMode); err != nil {
 		return fmt.Errorf("set the mode of the destination: %w", err)
+	}
+	return nil
+}
+
+// ownRoot gives a DST that this Writer created the owner and interim mode
+// of the list's "." entry e (see mkdirOwned), once; Finish sets its final
+// mode and mtime. A DST that existed is left alone until Finish.
+func (w *Writer) ownRoot(e *treewalk.Entry) error {
+	if !w.created || w.rootSettled {
+		return nil
+	}
+	w.rootSettled = true
+	if err := w.ownDir(w.rootFd, e, false); err != nil {
+		return fmt.Errorf("set the owner and mode of the destination: %w", err)
 	}
 	return nil
 }

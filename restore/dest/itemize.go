@@ -151,7 +151,7 @@ func (w *Writer) itemize(cur *dirCursor, e *treewalk.Entry, resent map[string]bo
 	typ := itemType(e.Kind)
 	st, dirfd, base, ok := w.itemStat(cur, e)
 	if e.Path == "." && w.created {
-		ok = false // made by this run (0700 until Finish): new, as rsync says
+		ok = false // made by this run (its interim mode until Finish): new, as rsync says
 	}
 	if !ok || st.Mode&unix.S_IFMT != kindMode(e.Kind) {
 		y := byte('c')

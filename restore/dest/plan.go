@@ -11,8 +11,9 @@ import (
 )
 
 // Plan implements transfer.Sink. In list order it creates missing
-// directories (mode 0700 until Finish; anything else in the way, a planted
-// symlink included, is replaced), runs rsync's quick check on regular files
+// directories, each with its final owner and its interim mode (see
+// mkdirOwned; anything else in the way, a planted symlink included, is
+// replaced), runs rsync's quick check on regular files
 // (same size and mtime to the nanosecond: up to date, only its owner and
 // mode are corrected), and prepares the temporary files of needed files
 // larger than the block size. It returns the indices of the needed files
@@ -50,11 +51,14 @@ func (w *Writer) Plan(ctx context.Context, entries []treewalk.Entry) (transfer.P
 }
 
 func (w *Writer) mkdir(cur *dirCursor, e *treewalk.Entry) error {
+	if e.Path == "." {
+		return w.ownRoot(e)
+	}
 	dirfd, base, err := cur.parent(e.Path)
 	if err != nil {
 		return err
 	}
-	err = unix.Mkdirat(dirfd, base, 0o700)
+	err = w.mkdirOwned(dirfd, base, e)
 	if err == nil {
 		cur.markMade(e.Path)
 	}
@@ -71,8 +75,55 @@ func (w *Writer) mkdir(cur *dirCursor, e *treewalk.Entry) error {
 	if err := removeAllAt(dirfd, base); err != nil {
 		return fmt.Errorf("replace %s with a directory: %w", fileType(st.Mode), err)
 	}
-	return unix.Mkdirat(dirfd, base, 0o700)
+	return w.mkdirOwned(dirfd, base, e)
 }
+
+// mkdirOwned creates the directory base in dirfd (EEXIST when a name is
+// there) with the owner the policy gives e from the start, and its interim
+// mode (interimDirMode), so that a run interrupted before Finish leaves
+// no directory owned by root, or by nobody the list names, in the
+// account's tree: the account can use it, and no one else gets more
+// access than the finished tree gives them. Its mtime is set by Finish.
+func (w *Writer) mkdirOwned(dirfd int, base string, e *treewalk.Entry) error {
+	if err := unix.Mkdirat(dirfd, base, 0o700); err != nil {
+		return err
+	}
+	fd, err := unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open the new directory: %w", err)
+	}
+	defer unix.Close(fd)
+	return w.ownDir(fd, e, true)
+}
+
+// ownDir gives the directory fd e's owner (when running as root) and its
+// interim mode. made says that fd was just made by mkdir(2) with mode
+// 0700, which the chmod can then skip when it is already right.
+func (w *Writer) ownDir(fd int, e *treewalk.Entry, made bool) error {
+	uid, gid, mode := w.policy.Resolve(e)
+	if w.chown {
+		if err := unix.Fchown(fd, uid, gid); err != nil {
+			return fmt.Errorf("chown %d:%d: %w", uid, gid, err)
+		}
+	}
+	interim := interimDirMode(mode)
+	if umask, known := w.umaskBits(); made && interim == 0o700 && known && umask&0o700 == 0 {
+		return nil
+	}
+	if err := unix.Fchmod(fd, interim); err != nil {
+		return fmt.Errorf("chmod %04o: %w", interim, err)
+	}
+	return nil
+}
+
+// interimDirMode is the mode a directory has from its creation until
+// Finish sets its final one (mode): the final mode with full access for
+// its owner, who is the final owner already, so that this writer can fill
+// it without root and an interrupted run leaves it readable by its owner.
+// Group and others get what the final mode gives them and no more; the
+// files written into it are not reachable under their final names before
+// they are complete (unnamed or owner-only temporary files).
+func interimDirMode(mode uint32) uint32 { return mode | 0o700 }
 
 // check is the quick check of one regular file, the leader of the
 // hardlink group of followers when there are any; it reports whether the

@@ -49,11 +49,12 @@ type Writer struct {
 	policy *OwnerPolicy
 	chown  bool // running as root: owners are set
 	bufs   sync.Pool
-	// created says that NewWriter made dst: without a "." entry in the
-	// list (several SRCs, a file SRC), settleRoot gives it back the mode
-	// mkdir gave it (rootMode, its permission, setuid, setgid and sticky
-	// bits), when NewWriter narrowed it to the owner (rootNarrowed) while
-	// the list is not known; rootSettled says that it did.
+	// created says that NewWriter made dst: settleRoot gives it the
+	// owner and interim mode of the list's "." entry, or without one
+	// (several SRCs, a file SRC) back the mode mkdir gave it (rootMode,
+	// its permission, setuid, setgid and sticky bits), when NewWriter
+	// narrowed it to the owner (rootNarrowed) while the list is not
+	// known; rootSettled says that it did.
 	created      bool
 	rootMode     uint32
 	rootNarrowed bool
@@ -81,9 +82,11 @@ func (w *Writer) umaskBits() (uint32, bool) {
 // opens dst if it exists. A dst it creates, and its missing parents, are
 // made as mkdir -p (and rsync) makes them: mkdir(2) with mode 0777, so
 // that the kernel applies the umask or the parent's default ACL and
-// inherits the parent's setgid bit; until Plan or Finish knows whether
-// the list gives dst a mode of its own, dst keeps no group or other
-// access (see settleRoot). Errors: bad owner options or filters, a dst
+// inherits the parent's setgid bit; it is owned from the start by the
+// owner the policy gives a root-owned directory (chownNewRoot: the
+// account with --account); until Plan or Finish knows whether the list
+// gives dst a mode of its own, dst keeps no group or other access (see
+// settleRoot). Errors: bad owner options or filters, a dst
 // that cannot be made or opened. The caller closes the Writer.
 func NewWriter(dst string, o WriterOptions) (*Writer, error) {
 	o.ApplyDefaults()
@@ -118,6 +121,10 @@ func NewWriter(dst string, o WriterOptions) (*Writer, error) {
 			unix.Close(fd)
 			return nil, fmt.Errorf("create destination %s: %w", dst, err)
 		}
+		if err := w.chownNewRoot(); err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("create destination %s: %w", dst, err)
+		}
 	}
 	w.bufs.New = func() any { return bufio.NewWriterSize(nil, o.WriteBufferBytes) }
 	return w, nil
@@ -144,6 +151,23 @@ func (w *Writer) narrowNewRoot() error {
 	}
 	w.rootNarrowed = true
 	return nil
+}
+
+// chownNewRoot gives the new DST, when running as root, the owner that
+// the policy gives a directory the backup has owned by root: the account's
+// with --account (--chown's, a "*" map rule's), so that DST belongs to it
+// as soon as it exists; Plan gives it the list's "." entry's owner before
+// anything is written into it. Without a rule that maps root, DST stays
+// root's, as mkdir made it.
+func (w *Writer) chownNewRoot() error {
+	if !w.chown {
+		return nil
+	}
+	uid, gid, _ := w.policy.Resolve(&treewalk.Entry{Path: ".", Kind: treewalk.KindDir})
+	if uid == 0 && gid == 0 {
+		return nil
+	}
+	return unix.Fchown(w.rootFd, uid, gid)
 }
 
 // mayKeepSetgid reports whether chmod(2) by this process keeps the setgid
