@@ -5,17 +5,20 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/restoresync/restoresync/restore"
+	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transport"
 )
 
 // applyAccount resolves --account NAME on this host before anything is
 // written: the files get the account's user and group (the group named
-// NAME, else the user's primary group) through --chown unless --chown,
-// --usermap or --groupmap say otherwise, and an existing DST must belong to
+// NAME, else the user's primary group), after the explicit --chown,
+// --usermap and --groupmap rules (composeAccountOwner), and an existing DST must belong to
 // the account's user unless --ignore-dst-owner (an empty DST owned by root,
 // as mkdir or an interrupted run leaves it, is accepted). DST must be
 // local: the account is looked up here.
@@ -42,10 +45,7 @@ func (o *restoreOptions) applyAccount(r *restore.Options) error {
 			group = g.Name
 		}
 	}
-	ow := &r.Writer.Owner
-	if ow.Chown == "" && len(ow.Usermap) == 0 && len(ow.Groupmap) == 0 {
-		ow.Chown = u.Username + ":" + group
-	}
+	composeAccountOwner(&r.Writer.Owner, u.Username, group)
 	fi, err := os.Stat(dst.Path)
 	if err != nil || o.ops.ignoreDstOwner {
 		return nil // a DST that does not exist yet is made for the account
@@ -76,4 +76,24 @@ func isEmptyDir(dir string) bool {
 	defer f.Close()
 	names, err := f.Readdirnames(1)
 	return err == io.EOF && len(names) == 0
+}
+
+// composeAccountOwner adds the account's mapping (every owner to user,
+// every group to group) to ow after the rules ow already has, so that an
+// explicit rule wins for what it matches and the account's mapping
+// applies to the rest: --usermap and --groupmap rules come first (first
+// match wins), a side that --chown sets is --chown's alone. Without any
+// explicit rule it is --chown USER:GROUP.
+func composeAccountOwner(ow *dest.OwnerOptions, user, group string) {
+	if ow.Chown == "" && len(ow.Usermap) == 0 && len(ow.Groupmap) == 0 {
+		ow.Chown = user + ":" + group
+		return
+	}
+	cu, cg, _ := strings.Cut(ow.Chown, ":")
+	if cu == "" {
+		ow.Usermap = append(slices.Clone(ow.Usermap), "*:"+user)
+	}
+	if cg == "" {
+		ow.Groupmap = append(slices.Clone(ow.Groupmap), "*:"+group)
+	}
 }

@@ -28,7 +28,7 @@ func (o *restoreOptions) addOpsFlags(f *pflag.FlagSet) {
 	p := &o.ops
 	p.progress = progressAuto
 	p.logFormat = logText
-	f.StringVar(&p.account, "account", "", "restore the tree of this account: owned by its user and group here (unless --chown), DST must be its own (unless --ignore-dst-owner); selects the config's [account.NAME]")
+	f.StringVar(&p.account, "account", "", "restore the tree of this account: owned by its user and group here (after the --usermap, --groupmap, --chown rules), DST must be its own (unless --ignore-dst-owner); selects the config's [account.NAME]")
 	f.BoolVar(&p.ignoreDstOwner, "ignore-dst-owner", false, "with --account, restore into a DST owned by another user (an empty DST owned by root is accepted without it)")
 	f.StringVar(&p.preHook, "pre-hook", "", "shell command run before anything is written; a non-zero exit aborts the restore with that status")
 	f.StringVar(&p.postHook, "post-hook", "", "shell command run after the transfer (also after a failed one), with the outcome in RESTORE_* variables")
