@@ -113,12 +113,13 @@ func UserFile() string {
 	return filepath.Join(dir, "restoresync", "config.toml")
 }
 
-// Load reads path ("" gives an empty File). known reports whether a key is
-// a setting; any other key, a value of a type that is not a string,
-// integer, float, boolean or array of strings, or a table other than
-// account.NAME is an *Error with the file, line and key. TOML syntax
-// errors are *Error too.
-func Load(path string, known func(key string) bool) (*File, error) {
+// Load reads path ("" gives an empty File). keys are the settings; any
+// other key (an *Error whose message lists keys), a value of a type that
+// is not a string, integer, float, boolean or array of strings, or a table
+// other than account.NAME is an *Error with the file, line and key. TOML
+// syntax errors are *Error too.
+func Load(path string, keys []string) (*File, error) {
+	known := func(k string) bool { return slices.Contains(keys, k) }
 	f := &File{Path: path, Global: map[string]Value{}, Accounts: map[string]map[string]Value{}}
 	if path == "" {
 		return f, nil
@@ -148,6 +149,8 @@ func Load(path string, known func(key string) bool) (*File, error) {
 				msg := "unknown setting"
 				if known(strings.ReplaceAll(k, "-", "_")) {
 					msg += fmt.Sprintf(" (did you mean %s?)", strings.ReplaceAll(k, "-", "_"))
+				} else {
+					msg += " (valid: " + strings.Join(keys, ", ") + ")"
 				}
 				return &Error{File: path, Line: line, Key: name, Msg: msg}
 			}
@@ -188,7 +191,9 @@ func Load(path string, known func(key string) bool) (*File, error) {
 
 // Settings returns the settings for account ("" for none): the global ones,
 // overridden by the account's section. An account without a section gets
-// the global settings.
+// the global settings. For an account, every AccountPlaceholder in a
+// value is its name (a global src = "backup:/home/{account}" describes
+// every account's source); without one, values are as written.
 func (f *File) Settings(account string) map[string]Value {
 	out := map[string]Value{}
 	for k, v := range f.Global {
@@ -197,8 +202,32 @@ func (f *File) Settings(account string) map[string]Value {
 	for k, v := range f.Accounts[account] {
 		out[k] = v
 	}
+	if account == "" {
+		return out
+	}
+	for k, v := range out {
+		vals := make([]string, len(v.Values))
+		for i, s := range v.Values {
+			vals[i] = ExpandAccount(s, account)
+		}
+		v.Values = vals
+		out[k] = v
+	}
 	return out
 }
+
+// AccountPlaceholder stands for an account's name in a setting's value and
+// in the command line's SRC and DST templates (restore --accounts).
+const AccountPlaceholder = "{account}"
+
+// ExpandAccount returns s with every AccountPlaceholder replaced by name.
+func ExpandAccount(s, name string) string {
+	return strings.ReplaceAll(s, AccountPlaceholder, name)
+}
+
+// AccountNames returns the names of the file's [account.NAME] sections,
+// sorted.
+func (f *File) AccountNames() []string { return sortedKeys(f.Accounts) }
 
 // text formats a TOML value as flag text.
 func text(v any) ([]string, error) {

@@ -13,14 +13,16 @@
 // by the caller).
 //
 // Guarantees: the package only reads; it never writes or creates a
-// configuration file. An unknown key, a value of an unsupported type or a
+// configuration file. An unknown key (its error lists the valid ones), a value of an unsupported type or a
 // table other than account.NAME is an *Error naming the file, line and
 // key, never silently ignored.
 //
 //	path, err := Find(explicit)     // --config, else user's, else system's
-//	f, err := Load(path, known)     // every value with its file and line
-//	f.Settings(account)             // global, overridden by [account.NAME]
+//	f, err := Load(path, keys)      // every value with its file and line
+//	f.Settings(account)             // global, overridden by [account.NAME], {account} expanded
+//	f.AccountNames()                // the [account.NAME] sections
 //
 // Files: config.go — SystemFile, None, Value, File, Error, Find,
-// UserFile, Load, Settings and the key-line scan.
+// UserFile, Load, Settings, AccountPlaceholder, ExpandAccount,
+// AccountNames and the key-line scan.
 package config

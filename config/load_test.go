@@ -23,10 +23,12 @@ var settings = []string{
 	"pre_hook", "post_hook", "bwlimit", "progress", "quiet", "verbose", "log_format",
 }
 
-func known(key string) bool { return slices.Contains(settings, key) }
 
 // writeFile writes text as config.toml in a new temporary directory and
 // returns its path.
+// validList is the message of an unknown key's error with settings.
+var validList = "unknown setting (valid: " + strings.Join(settings, ", ") + ")"
+
 func writeFile(t *testing.T, text string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "config.toml")
@@ -41,7 +43,7 @@ func writeFile(t *testing.T, text string) string {
 func load(t *testing.T, text string) (*config.File, string) {
 	t.Helper()
 	p := writeFile(t, text)
-	f, err := config.Load(p, known)
+	f, err := config.Load(p, settings)
 	if err != nil {
 		t.Fatalf("Load:\n%s\n%v", text, err)
 	}
@@ -179,9 +181,9 @@ func TestLoadRefuses(t *testing.T) {
 		key  string
 		msg  string // the whole of Error.Msg, or its start when it ends in "..."
 	}{
-		{"unknown global key", "jobs = 2\nexclude = [\"cache\"]\n", 2, "exclude", "unknown setting"},
-		{"unknown account key", "jobs = 2\n\n[account.alice]\njobs = 3\nexclude = \"x\"\n", 5, "account.alice.exclude", "unknown setting"},
-		{"misspelt key", "[account.alice]\njbos = 3\n", 2, "account.alice.jbos", "unknown setting"},
+		{"unknown global key", "jobs = 2\nexcludes = [\"cache\"]\n", 2, "excludes", validList},
+		{"unknown account key", "jobs = 2\n\n[account.alice]\njobs = 3\nexcludes = \"x\"\n", 5, "account.alice.excludes", validList},
+		{"misspelt key", "[account.alice]\njbos = 3\n", 2, "account.alice.jbos", validList},
 		{"dashes for underscores", "block-size = \"1MiB\"\n", 1, "block-size", "unknown setting (did you mean block_size?)"},
 		{"a flag's name that is not a setting", "account = \"alice\"\n", 1, "account", "must be a table of [account.NAME] sections"},
 		{"global table", "[restore]\njobs = 2\n", 1, "restore", "unexpected table (sections are [account.NAME])"},
@@ -202,7 +204,7 @@ func TestLoadRefuses(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := writeFile(t, c.text)
-			f, err := config.Load(p, known)
+			f, err := config.Load(p, settings)
 			if f != nil {
 				t.Errorf("Load returned a File with the error: %+v", f)
 			}
@@ -233,27 +235,88 @@ func TestLoadRefuses(t *testing.T) {
 	}
 }
 
-// The known function decides what a setting is: the same file loads with
-// a caller that knows the key.
-func TestLoadAsksKnown(t *testing.T) {
+// The keys the caller gives decide what a setting is: the same file loads
+// with a caller that knows the key, and an unknown key's error lists the
+// valid ones.
+func TestLoadKeysDecide(t *testing.T) {
 	p := writeFile(t, "[account.alice]\nexclude = [\"cache\"]\n")
-	var asked []string
-	f, err := config.Load(p, func(k string) bool { asked = append(asked, k); return k == "exclude" })
+	f, err := config.Load(p, []string{"exclude"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v := f.Accounts["alice"]["exclude"]; !slices.Equal(v.Values, []string{"cache"}) {
 		t.Errorf("exclude = %+v", v)
 	}
-	if !slices.Equal(asked, []string{"exclude"}) {
-		t.Errorf("known was asked %q, want the bare key \"exclude\"", asked)
+	_, err = config.Load(p, []string{"include", "jobs"})
+	if want := p + ":2: account.alice.exclude: unknown setting (valid: include, jobs)"; err == nil || err.Error() != want {
+		t.Errorf("Load with other keys = %v, want %q", err, want)
+	}
+}
+
+// [account.NAME] sections describe accounts: src, exclude, include,
+// ssh_config, hooks, jobs, compress and bwlimit; a global value's
+// {account} is the account's name in Settings(NAME), as written without
+// one, and AccountNames lists the sections.
+func TestAccountSectionsDescribeAccounts(t *testing.T) {
+	keys := append(slices.Clone(settings), "src", "include", "exclude", "ssh_config")
+	p := writeFile(t, `src = "backup:/snapshots/daily.0/home/{account}"
+post_hook = "/usr/local/sbin/reload {account}"
+jobs = 4
+
+[account.carol]
+src = "old-backup:/home/carol"
+exclude = ["cache/", "*.log"]
+include = ["*.php"]
+ssh_config = "/etc/restoresync/ssh_config"
+pre_hook = "maint on carol"
+compress = "lz4"
+bwlimit = "10M"
+jobs = 2
+
+[account.bob]
+`)
+	f, err := config.Load(p, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.AccountNames(); !slices.Equal(got, []string{"bob", "carol"}) {
+		t.Errorf("AccountNames = %q, want bob, carol", got)
+	}
+	for _, c := range []struct {
+		account, key string
+		want         []string
+		line         int
+	}{
+		{"bob", "src", []string{"backup:/snapshots/daily.0/home/bob"}, 1},
+		{"bob", "post_hook", []string{"/usr/local/sbin/reload bob"}, 2},
+		{"bob", "jobs", []string{"4"}, 3},
+		{"alice", "src", []string{"backup:/snapshots/daily.0/home/alice"}, 1},
+		{"", "src", []string{"backup:/snapshots/daily.0/home/{account}"}, 1},
+		{"carol", "src", []string{"old-backup:/home/carol"}, 6},
+		{"carol", "exclude", []string{"cache/", "*.log"}, 7},
+		{"carol", "include", []string{"*.php"}, 8},
+		{"carol", "ssh_config", []string{"/etc/restoresync/ssh_config"}, 9},
+		{"carol", "pre_hook", []string{"maint on carol"}, 10},
+		{"carol", "compress", []string{"lz4"}, 11},
+		{"carol", "bwlimit", []string{"10M"}, 12},
+		{"carol", "jobs", []string{"2"}, 13},
+		{"carol", "post_hook", []string{"/usr/local/sbin/reload carol"}, 2},
+	} {
+		v, ok := f.Settings(c.account)[c.key]
+		if !ok || !slices.Equal(v.Values, c.want) || v.Line != c.line {
+			t.Errorf("Settings(%q)[%s] = %+v (set: %v), want %q at line %d", c.account, c.key, v, ok, c.want, c.line)
+		}
+	}
+	// The file's own values are not changed by an account's expansion.
+	if v := f.Global["src"]; v.Values[0] != "backup:/snapshots/daily.0/home/{account}" {
+		t.Errorf("Global src = %q after Settings", v.Values)
 	}
 }
 
 // No file ("") is an empty configuration; a file that cannot be read is an
 // error wrapping the file system's, not an *Error.
 func TestLoadNoFile(t *testing.T) {
-	f, err := config.Load("", known)
+	f, err := config.Load("", settings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +328,7 @@ func TestLoadNoFile(t *testing.T) {
 	}
 
 	missing := filepath.Join(t.TempDir(), "missing.toml")
-	_, err = config.Load(missing, known)
+	_, err = config.Load(missing, settings)
 	var ce *config.Error
 	if !errors.Is(err, os.ErrNotExist) || errors.As(err, &ce) || !strings.HasPrefix(err.Error(), "config file: ") || !strings.Contains(err.Error(), missing) {
 		t.Errorf("Load(missing) = %v, want \"config file: ...\" naming it and wrapping ErrNotExist", err)

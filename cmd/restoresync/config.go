@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -16,15 +15,34 @@ import (
 // configKeys are the restore flags a configuration file may set, by their
 // key there (the flag's long name with '_' for '-'). Flags that name what to
 // restore or where (SRC, DST, --account, --force...) are not settings.
+//
+// src is the SRC of a restore that names only DST (with {account} for the
+// account's name: see config.AccountPlaceholder); include and exclude are
+// --include and --exclude, the includes first, used when the command line
+// gives no rule; ssh_config is -F (--config-file).
 var configKeys = []string{
-	"method", "jobs", "whole_file", "compress", "block_size", "read_buffer", "write_buffer",
+	"src", "method", "jobs", "whole_file", "compress", "block_size", "read_buffer", "write_buffer",
 	"numeric_ids", "chown", "usermap", "groupmap", "chmod", "keep_setid",
-	"rsh", "remote_path", "identity", "known_hosts", "timeout", "contimeout", "verify",
+	"include", "exclude",
+	"rsh", "remote_path", "identity", "known_hosts", "ssh_config", "timeout", "contimeout", "verify",
 	"no_xattrs", "no_acls", "no_sparse", "no_specials", "no_devices",
 	"pre_hook", "post_hook", "bwlimit", "progress", "quiet", "verbose", "log_format",
 }
 
-func flagName(key string) string { return strings.ReplaceAll(key, "_", "-") }
+// keyFlags are the config keys whose flag is not named after them.
+var keyFlags = map[string]string{"ssh_config": "config-file"}
+
+// flagName is the long name of the flag that config key sets.
+func flagName(key string) string {
+	if f, ok := keyFlags[key]; ok {
+		return f
+	}
+	return strings.ReplaceAll(key, "_", "-")
+}
+
+// ruleFlagNames are the flags that give filter rules: when the command
+// line gives one, the configuration's include and exclude are not used.
+var ruleFlagNames = []string{"include", "exclude", "include-from", "exclude-from"}
 
 // configFlag returns --config as cmd sees it ("" when not given).
 func configFlag(cmd *cobra.Command) string {
@@ -58,20 +76,44 @@ func (o *restoreOptions) applyConfig(f *pflag.FlagSet) ([]setting, error) {
 	if err != nil {
 		return nil, &exitError{exitUsage, err}
 	}
-	cf, err := config.Load(path, func(k string) bool { return slices.Contains(configKeys, k) })
+	cf, err := config.Load(path, configKeys)
 	if err != nil {
 		return nil, &exitError{exitUsage, err}
 	}
 	values := cf.Settings(o.ops.account)
+	o.cfg = cf
+	rulesGiven := false
+	for _, n := range ruleFlagNames {
+		if fl := f.Lookup(n); fl != nil && fl.Changed {
+			rulesGiven = true
+		}
+	}
 	var out []setting
 	for _, key := range configKeys {
+		v, inFile := values[key]
+		if key == "src" {
+			o.cfgSrc = ""
+			if !inFile {
+				out = append(out, setting{key: key, source: "default"})
+				continue
+			}
+			if len(v.Values) != 1 {
+				return nil, &exitError{exitUsage, &config.Error{File: v.File, Line: v.Line, Key: sectionKey(v, o.ops.account, cf), Msg: "must be a string"}}
+			}
+			o.cfgSrc = v.Values[0]
+			out = append(out, setting{key, v.Values[0], v.Where(), sectionKey(v, o.ops.account, cf) != key})
+			continue
+		}
 		fl := f.Lookup(flagName(key))
 		if fl == nil {
 			continue
 		}
-		v, inFile := values[key]
+		changed := fl.Changed
+		if key == "include" || key == "exclude" {
+			changed = rulesGiven
+		}
 		switch {
-		case fl.Changed:
+		case changed:
 			out = append(out, setting{key: key, value: fl.Value.String(), source: "flag"})
 		case inFile:
 			bad := func(msg string) error {

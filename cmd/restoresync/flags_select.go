@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -37,7 +38,20 @@ func (f *ruleFlag) Set(v string) error {
 	*f.list = append(*f.list, ruleArg{include: f.include, file: f.file, value: v})
 	return nil
 }
-func (f *ruleFlag) String() string { return "" }
+
+// String lists the values given to this flag, comma-separated.
+func (f *ruleFlag) String() string {
+	if f.list == nil {
+		return ""
+	}
+	var vals []string
+	for _, r := range *f.list {
+		if r.include == f.include && r.file == f.file {
+			vals = append(vals, r.value)
+		}
+	}
+	return strings.Join(vals, ",")
+}
 func (f *ruleFlag) Type() string {
 	if f.file {
 		return "FILE"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/restoresync/restoresync/config"
 	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
@@ -30,6 +31,10 @@ type restoreOptions struct {
 	// and the --config file (root's persistent flag).
 	ops        opsOptions
 	configFile string
+	// cfg is the configuration file applyConfig read; cfgSrc its src
+	// setting for this restore's account ("" when it has none).
+	cfg    *config.File
+	cfgSrc string
 	// What to restore: SRCs, filters, --delete, --dry-run (flags_select.go).
 	sel selectOptions
 }
@@ -86,7 +91,7 @@ same checks: 'restoresync restore backup.tar.gz /home/alice'.`,
   restoresync restore -n --delete --include='*/' --include='*.php' --exclude='*' backup:/snap/alice /home/alice
   # the paths listed in a file, relative to SRC
   restoresync restore --files-from=lost.txt backup:/snap/alice /home/alice`,
-		Args: minArgs(2),
+		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRestore(cmd.Context(), cmd, o, args)
 		},
@@ -129,6 +134,10 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 		return err
 	}
 	if err := o.applySelect(cmd.InOrStdin()); err != nil {
+		return err
+	}
+	args, err := o.srcFromConfig(cmd, args)
+	if err != nil {
 		return err
 	}
 	r := o.opts
@@ -182,6 +191,21 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 		return err
 	}
 	return o.postHook(ctx, r, rep, err, errOut, errOut)
+}
+
+// srcFromConfig returns args with the configuration's src setting as SRC
+// when args is DST alone. A src that names {account} needs --account.
+func (o *restoreOptions) srcFromConfig(cmd *cobra.Command, args []string) ([]string, error) {
+	if len(args) > 1 {
+		return args, nil
+	}
+	switch {
+	case o.cfgSrc == "":
+		return nil, &usageError{fmt.Sprintf("%s takes SRC and DST, or DST alone when the configuration file sets src\nUsage: %s", cmd.Name(), cmd.UseLine())}
+	case strings.Contains(o.cfgSrc, config.AccountPlaceholder):
+		return nil, &usageError{fmt.Sprintf("the configuration's src %q names %s: give --account NAME, or SRC", o.cfgSrc, config.AccountPlaceholder)}
+	}
+	return []string{o.cfgSrc, args[0]}, nil
 }
 
 // finishRestore prints the report or summary and returns the error the
