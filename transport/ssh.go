@@ -66,6 +66,8 @@ type sshDialer struct {
 	// keepaliveMax is how many keepalives may go unanswered in a row
 	// before the connection is declared lost (ServerAliveCountMax).
 	keepaliveMax int
+	// mux, when not nil, shares connections among the streams (SSHOptions.Mux).
+	mux *SSHMux
 }
 
 // NewSSHDialer returns a Dialer that reaches loc with the built-in SSH
@@ -101,6 +103,7 @@ func NewSSHDialer(loc Location, o SSHOptions) (Dialer, error) {
 		command:   remoteCommand(o.RemotePath),
 		timeout:   o.Timeout,
 		keepalive: o.Keepalive,
+		mux:       o.Mux,
 	}
 	if d.timeout <= 0 {
 		d.timeout = DefaultConnectTimeout
@@ -194,6 +197,14 @@ func (d *sshDialer) checkHostKey(_ string, remote net.Addr, key ssh.PublicKey) e
 // SSH handshake, the start of the remote command); ctx cancelled first
 // gives ctx's error. Safe for concurrent use.
 func (d *sshDialer) Dial(ctx context.Context) (Stream, error) {
+	if d.mux != nil {
+		return d.mux.dial(ctx, d)
+	}
+	return d.dialNew(ctx)
+}
+
+// dialNew is Dial on a new connection of the stream's own.
+func (d *sshDialer) dialNew(ctx context.Context) (*sshStream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("ssh %s: %w", d.display, err)
 	}
@@ -244,10 +255,18 @@ func (d *sshDialer) Dial(ctx context.Context) (Stream, error) {
 		s.Close()
 		return nil, fmt.Errorf("%w: %s: %w", ErrConnect, d.display, err)
 	}
+	if d.mux == nil {
+		d.keepaliveStart(s)
+	}
+	return s, nil
+}
+
+// keepaliveStart starts s's keepalives, when they are on (a shared
+// connection has its own, not its streams').
+func (d *sshDialer) keepaliveStart(s *sshStream) {
 	if d.keepalive > 0 {
 		go s.keepaliveLoop(d.keepalive, d.keepaliveMax)
 	}
-	return s, nil
 }
 
 // Connection setup steps, for the error of a setup that timed out.
@@ -347,7 +366,13 @@ func (d *sshDialer) setup(st *dialStep, deadline time.Time) (*sshStream, error) 
 		return nil, d.handshakeError(err, len(agentSigners))
 	}
 	st.step = stepCommand
-	client := ssh.NewClient(c, chans, reqs)
+	return d.start(ssh.NewClient(c, chans, reqs), true)
+}
+
+// start opens a session on client and starts the remote command in it.
+// own says that the stream owns client: a failure closes it (a shared
+// client, SSHMux's, stays open for its other sessions).
+func (d *sshDialer) start(client *ssh.Client, own bool) (*sshStream, error) {
 	s := &sshStream{
 		display: d.display,
 		command: d.command,
@@ -356,9 +381,14 @@ func (d *sshDialer) setup(st *dialStep, deadline time.Time) (*sshStream, error) 
 		stderr:  new(TailBuffer),
 	}
 	fail := func(what string, err error) (*sshStream, error) {
-		client.Close()
+		if own {
+			client.Close()
+		} else if s.session != nil {
+			s.session.Close()
+		}
 		return nil, fmt.Errorf("%w: %s: %s: %w", ErrConnect, d.display, what, err)
 	}
+	var err error
 	if s.session, err = client.NewSession(); err != nil {
 		return fail("open session", err)
 	}

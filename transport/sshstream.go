@@ -29,6 +29,10 @@ type sshStream struct {
 	waitOnce sync.Once
 	waitErr  error
 
+	// shared, when not nil, says that client is an SSHMux connection that
+	// other streams use too: Close ends the session only.
+	shared *muxSession
+
 	lost      atomic.Pointer[error] // set when keepalives went unanswered
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -158,6 +162,15 @@ func (s *sshStream) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		close(s.done)
+		if s.shared != nil {
+			// A shared connection stays up for its other sessions: the
+			// session's close reaches sshd, which ends the agent and
+			// answers, releasing a Write that waits for window space
+			// (a lost connection is closed by keepalives).
+			s.session.Close()
+			s.shared.release()
+			return
+		}
 		// The connection goes first: closing only the channel (the
 		// session) does not unblock a Write waiting for window space from
 		// a peer that stopped reading (x/crypto/ssh's channel.Close sends

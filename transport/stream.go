@@ -51,6 +51,10 @@ type SSHOptions struct {
 	// Keepalive is the interval between keepalive requests on an idle
 	// connection; 0 means 15 seconds, negative disables them.
 	Keepalive time.Duration
+	// Mux, when not nil, makes the built-in client's streams sessions on
+	// a bounded set of shared SSH connections (see SSHMux) instead of one
+	// connection each; nil: one connection per stream. -e ignores it.
+	Mux *SSHMux
 }
 
 // Dialer opens streams to one remote host. Implementations are safe for

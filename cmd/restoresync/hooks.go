@@ -100,6 +100,7 @@ func (o *restoreOptions) preHook(ctx context.Context, r restore.Options, out io.
 	env := hookEnv{phase: "pre", srcs: allSrcs(r), dst: r.Dst, account: o.ops.account,
 		method: r.Method.String(), compression: r.Compression.String()}
 	status, err := runHook(ctx, o.ops.preHook, env, out)
+	accountRunFrom(ctx).noteHook("pre", status, err)
 	if ctx.Err() != nil {
 		return ctx.Err() // interrupted: exit 20, whatever the hook said
 	}
@@ -144,6 +145,7 @@ func (o *restoreOptions) postHook(ctx context.Context, r restore.Options, rep *r
 		env.reportPath = tmp
 	}
 	status, err := runHook(context.WithoutCancel(ctx), o.ops.postHook, env, out)
+	accountRunFrom(ctx).noteHook("post", status, err)
 	if err == nil && status != 0 {
 		err = fmt.Errorf("post-hook %q exited with status %d", o.ops.postHook, status)
 	}

@@ -93,7 +93,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	initCompletion(root)
-	err := root.ExecuteContext(ctx)
+	err := root.ExecuteContext(context.WithValue(ctx, rawArgsKey{}, args))
+	return endRun(ctx, root, args, err, stderr)
+}
+
+// endRun returns the exit code of the command line args that root ran and
+// that ended with err, and prints err to stderr as the process ends with
+// it ("restoresync: MESSAGE").
+func endRun(ctx context.Context, root *cobra.Command, args []string, err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}

@@ -30,6 +30,7 @@ type restoreOptions struct {
 	// Operators: account, hooks, progress, logs, bandwidth (flags_ops.go),
 	// and the --config file (root's persistent flag).
 	ops        opsOptions
+	accts      accountsOptions
 	configFile string
 	// cfg is the configuration file applyConfig read; cfgSrc its src
 	// setting for this restore's account ("" when it has none).
@@ -124,14 +125,29 @@ func (o *restoreOptions) addFlags(cmd *cobra.Command) {
 	f.BoolVarP(&o.archive, "archive", "a", true, "accepted for rsync habit: restores are always archive-mode")
 	o.addSelectFlags(f)
 	o.addOpsFlags(f)
+	o.addAccountsFlags(f)
 	o.addMetaFlags(f)
 	addValueCompletions(cmd)
 }
 
 func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args []string) error {
 	o.configFile = configFlag(cmd)
+	ar := accountRunFrom(ctx)
+	if ar != nil {
+		// One account of --accounts: this command line, as --account NAME
+		// with its SRCs and DST, without a progress display of its own.
+		o.ops.account, args = ar.name, ar.args
+		o.accts = accountsOptions{}
+		o.ops.progress = progressNone
+	}
 	if _, err := o.applyConfig(cmd.Flags()); err != nil {
 		return err
+	}
+	if ar != nil {
+		o.ops.progress = progressNone // whatever the account's section says
+	}
+	if o.accts.given() {
+		return runAccounts(ctx, cmd, o, args)
 	}
 	if err := o.applySelect(cmd.InOrStdin()); err != nil {
 		return err
@@ -160,6 +176,9 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 	if err := o.applyAccount(&r); err != nil {
 		return err
 	}
+	if ar != nil {
+		r.SSH.Mux = ar.mux
+	}
 	// Check the owner and mode options before connecting anywhere.
 	if _, err := dest.NewOwnerPolicy(r.Writer.Owner, dest.SystemIDs()); err != nil {
 		return &exitError{exitUsage, err}
@@ -185,6 +204,9 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 	rep, err := restore.Run(ctx, r)
 	if disp != nil {
 		disp.stop(err == nil)
+	}
+	if ar != nil {
+		ar.rep = rep
 	}
 	err = o.finishRestore(ctx, cmd, log, rep, err)
 	if r.DryRun {
@@ -213,7 +235,14 @@ func (o *restoreOptions) srcFromConfig(cmd *cobra.Command, args []string) ([]str
 func (o *restoreOptions) finishRestore(ctx context.Context, cmd *cobra.Command, log *slog.Logger, rep *restore.Report, err error) error {
 	out := cmd.OutOrStdout()
 	err = restoreEndError(ctx, rep, err)
+	if ar := accountRunFrom(ctx); ar != nil {
+		jr := newJSONReport(ctx, rep, err)
+		ar.jr = &jr
+	}
 	if o.json {
+		if accountRunFrom(ctx) != nil {
+			return err // the report goes into the multi-account object
+		}
 		b, _ := json.Marshal(newJSONReport(ctx, rep, err))
 		fmt.Fprintln(out, string(b))
 	} else if err == nil || isPartial(err) {

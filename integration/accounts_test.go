@@ -1,0 +1,163 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/restoresync/restoresync/internal/testreport"
+	"github.com/restoresync/restoresync/internal/testsshd"
+)
+
+// accountsJSON is restore --accounts --json's object.
+type accountsJSON struct {
+	Accounts []struct {
+		Account  string            `json:"account"`
+		ExitCode int               `json:"exit_code"`
+		Error    string            `json:"error"`
+		Files    int               `json:"files"`
+		Bytes    int64             `json:"bytes"`
+		Hooks    string            `json:"hooks"`
+		Estimate int64             `json:"estimate_bytes"`
+		Report   testreport.Report `json:"report"`
+		Started  time.Time         `json:"started"`
+		Done     time.Time         `json:"done"`
+	} `json:"accounts"`
+	Order     string  `json:"order"`
+	OrderNote string  `json:"order_note"`
+	FirstDone float64 `json:"first_done_seconds"`
+	LastDone  float64 `json:"last_done_seconds"`
+	ExitCode  int     `json:"exit_code"`
+	SSHConns  int     `json:"ssh_connections"`
+}
+
+// restore --accounts over a real sshd, three real accounts and one that
+// the backup lacks: each account present is restored as --account NAME
+// (its owner, its own post-hook with its own RESTORE_* environment and
+// report), the missing one fails alone with its own exit code, which is
+// the run's; the smallest account starts first; the summary table and
+// --json have a line and a report per account.
+func TestE2EAccountsManyInOneRun(t *testing.T) {
+	e2e(t)
+	t.Parallel()
+	srv := testsshd.Start(t)
+	type acct struct {
+		name     string
+		uid, gid uint32
+	}
+	var accts []acct
+	for range 3 {
+		n, u, g := throwawayAccount(t)
+		accts = append(accts, acct{n, u, g})
+	}
+	missing, _, _ := throwawayAccount(t) // a user here, no tree on the backup
+	// Sizes grow with the position: accts[0] is the smallest.
+	root := writeAccountTrees(t, accts[0].name, accts[1].name, accts[2].name)
+	dir := t.TempDir()
+	homes := filepath.Join(t.TempDir(), "home")
+	cfg := filepath.Join(dir, "config.toml")
+	hook := `env | grep ^RESTORE_ | grep -v ^RESTORE_REPORT= | sort > ` + dir + `/{account}.env; cp "$RESTORE_REPORT" ` + dir + `/{account}.report`
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("post_hook = %q\n", hook)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Given largest first, the missing one in the middle.
+	list := strings.Join([]string{accts[2].name, missing, accts[1].name, accts[0].name}, ",")
+	args := append([]string{"restore", "--config", cfg, "--accounts", list, "--parallel", "1"}, sshdArgs(srv)...)
+	args = append(args, sshdURL(srv, root+"/{account}"), homes+"/{account}")
+
+	r := runBin(t, append(args, "--json")...)
+	var j accountsJSON
+	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil {
+		t.Fatalf("--json: %v\n%s", err, r)
+	}
+	if len(j.Accounts) != 4 || j.Order != "smallest" {
+		t.Fatalf("--json: %d accounts, order %q; want 4, smallest:\n%s", len(j.Accounts), j.Order, r.stdout)
+	}
+	missingCode := 0
+	for _, a := range j.Accounts {
+		if a.Account == missing {
+			missingCode = a.ExitCode
+			if a.ExitCode == 0 || a.Error == "" {
+				t.Errorf("missing account: exit %d, error %q; want a failure", a.ExitCode, a.Error)
+			}
+			if _, err := os.Stat(filepath.Join(dir, missing+".env")); err != nil {
+				t.Errorf("the missing account's post-hook did not run: %v", err)
+			}
+			continue
+		}
+		if a.ExitCode != 0 || a.Files != 7 && a.Files != 6 && a.Files != 5 || a.Report.Files != a.Files || a.Hooks != "post ok" {
+			t.Errorf("%s: exit %d (%s), %d files (report %d), hooks %q; want 0, its files, post ok", a.Account, a.ExitCode, a.Error, a.Files, a.Report.Files, a.Hooks)
+		}
+	}
+	if r.code != missingCode || j.ExitCode != missingCode || missingCode == 0 {
+		t.Errorf("exit %d, --json exit_code %d; want the failed account's %d:\n%s", r.code, j.ExitCode, missingCode, r)
+	}
+	// Smallest first (one at a time): accts[0], [1], [2]; the missing
+	// account (no estimate) last.
+	started := map[string]time.Time{}
+	for _, a := range j.Accounts {
+		started[a.Account] = a.Started
+	}
+	for i, n := range []string{accts[0].name, accts[1].name, accts[2].name, missing} {
+		if i > 0 {
+			prev := []string{accts[0].name, accts[1].name, accts[2].name}[i-1]
+			if !started[prev].Before(started[n]) {
+				t.Errorf("%s started at %v, not after %s (%v): want the smallest first", n, started[n], prev, started[prev])
+			}
+		}
+	}
+	// Every stream of every account, and the listings that sized them,
+	// went over one shared SSH connection (--parallel 1's bound).
+	if j.SSHConns != 1 {
+		t.Errorf("%d SSH connections opened, want 1 (--max-connections defaults to --parallel)", j.SSHConns)
+	}
+	if j.FirstDone <= 0 || j.LastDone < j.FirstDone {
+		t.Errorf("first done %.3fs, last %.3fs", j.FirstDone, j.LastDone)
+	}
+
+	for i, a := range accts {
+		dst := filepath.Join(homes, a.name)
+		assertOwnedBy(t, dst, a.uid, a.gid)
+		rsyncItemize(t, []string{"-rlptDHni", "--checksum", "--delete"}, filepath.Join(root, a.name), dst)
+		env, err := os.ReadFile(filepath.Join(dir, a.name+".env"))
+		if err != nil {
+			t.Errorf("%s: its post-hook did not run: %v", a.name, err)
+			continue
+		}
+		for _, want := range []string{"RESTORE_ACCOUNT=" + a.name, "RESTORE_DST=" + dst,
+			"RESTORE_SRC=" + sshdURL(srv, root+"/"+a.name), "RESTORE_STATUS=ok", fmt.Sprintf("RESTORE_FILES=%d", 5+i)} {
+			if !strings.Contains(string(env), want+"\n") {
+				t.Errorf("%s: post-hook environment lacks %s:\n%s", a.name, want, env)
+			}
+		}
+		var rep testreport.Report
+		if b, err := os.ReadFile(filepath.Join(dir, a.name+".report")); err != nil || json.Unmarshal(b, &rep) != nil || rep.Files != 5+i {
+			t.Errorf("%s: RESTORE_REPORT: %v, %d files; want its own report", a.name, err, rep.Files)
+		}
+	}
+
+	// The same command again, as a table: every account in place, the
+	// missing one still failing alone.
+	r = runBin(t, args...)
+	t.Logf("rerun:\n%s", r)
+	if r.code != missingCode {
+		t.Errorf("rerun: exit %d, want %d:\n%s", r.code, missingCode, r)
+	}
+	for _, a := range append(accts, acct{name: missing}) {
+		if !strings.Contains(r.stdout, "\n"+a.name+" ") && !strings.HasPrefix(r.stdout, a.name+" ") && !strings.Contains(r.stdout, " "+a.name+" ") {
+			t.Errorf("the summary table has no line for %s:\n%s", a.name, r.stdout)
+		}
+	}
+	for _, want := range []string{"account", "files", "bytes", "seconds", "exit", "hooks", "4 accounts, 1 failed, order smallest", "first done after", "last after"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stderr, missing+": restoresync: ") {
+		t.Errorf("the missing account's error is not on stderr under its name:\n%s", r.stderr)
+	}
+}

@@ -1,0 +1,206 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// DefaultSessionsPerConn is how many streams SSHMux puts on one SSH
+// connection by default: OpenSSH's MaxSessions default.
+const DefaultSessionsPerConn = 10
+
+// SSHMux shares SSH connections among the streams of the built-in client
+// (SSHOptions.Mux), as OpenSSH's ControlMaster does: each stream is a
+// session on one of at most MaxConns connections per set of connection
+// settings (the same user, host, port, host key name, keys and known_hosts
+// files), each carrying at most SessionsPerConn sessions. A Dial takes a
+// session on the least busy connection, opens a new connection while there
+// are fewer than MaxConns (so that the streams spread over them), and
+// otherwise waits for a session to end. Connection setup (TCP, key
+// exchange, authentication: a few hundred milliseconds on a busy sshd) is
+// then paid once per connection, not once per stream: many restores of
+// one run (restore --accounts) share it.
+//
+// A session that the server refuses (a MaxSessions below SessionsPerConn)
+// caps that connection at the sessions it has; a connection that ends (a
+// lost link) is dropped and its streams fail as a lost connection does.
+// Closing a stream ends its session only; Close ends every connection.
+// Safe for concurrent use.
+type SSHMux struct {
+	maxConns, perConn int
+
+	mu      sync.Mutex
+	conns   map[string][]*muxConn
+	dialing map[string]int // connections being opened, per key
+	changed chan struct{}  // closed and replaced whenever a slot may have freed
+	closed  bool
+	opened  atomic.Int64
+}
+
+// muxConn is one shared connection.
+type muxConn struct {
+	client   *ssh.Client
+	sessions int  // open sessions (guarded by SSHMux.mu)
+	cap      int  // sessions it takes: perConn, less when the server refused one
+	dead     bool // the connection ended
+}
+
+// NewSSHMux returns a mux of at most maxConns connections per host (less
+// than 1: 1), each with at most sessionsPerConn sessions (less than 1:
+// DefaultSessionsPerConn).
+func NewSSHMux(maxConns, sessionsPerConn int) *SSHMux {
+	if sessionsPerConn < 1 {
+		sessionsPerConn = DefaultSessionsPerConn
+	}
+	return &SSHMux{maxConns: max(maxConns, 1), perConn: sessionsPerConn,
+		conns: map[string][]*muxConn{}, dialing: map[string]int{}, changed: make(chan struct{})}
+}
+
+// Opened returns how many SSH connections the mux has opened so far.
+func (m *SSHMux) Opened() int { return int(m.opened.Load()) }
+
+// Close closes every connection; the streams on them fail. Dials after
+// Close fail.
+func (m *SSHMux) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	var all []*muxConn
+	for _, cs := range m.conns {
+		all = append(all, cs...)
+	}
+	m.conns = map[string][]*muxConn{}
+	m.notify()
+	m.mu.Unlock()
+	for _, c := range all {
+		c.client.Close()
+	}
+	return nil
+}
+
+// notify wakes the Dials waiting for a slot. Called with mu held.
+func (m *SSHMux) notify() {
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// key names the connection settings of d: streams share a connection
+// only when each of them could have opened it.
+func (m *SSHMux) key(d *sshDialer) string {
+	return strings.Join([]string{d.display, d.hostKeyAddr, strings.Join(d.keyFiles, "\x00"),
+		strings.Join(d.knownFiles, "\x00"), d.agentSock}, "\x01")
+}
+
+// dial opens a stream running d's command as a session on a shared
+// connection, opening one if there are fewer than maxConns; it waits for a
+// free session otherwise. ctx bounds the wait and the setup, as Dial's.
+func (m *SSHMux) dial(ctx context.Context, d *sshDialer) (Stream, error) {
+	key := m.key(d)
+	for {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("%w: %s: connections closed", ErrConnect, d.display)
+		}
+		var best *muxConn
+		for _, c := range m.conns[key] {
+			if !c.dead && c.sessions < c.cap && (best == nil || c.sessions < best.sessions) {
+				best = c
+			}
+		}
+		total := len(m.conns[key]) + m.dialing[key]
+		if total < m.maxConns && (best == nil || best.sessions > 0) {
+			m.dialing[key]++
+			m.mu.Unlock()
+			s, err := d.dialNew(ctx)
+			m.mu.Lock()
+			m.dialing[key]--
+			if err != nil {
+				m.notify()
+				m.mu.Unlock()
+				return nil, err
+			}
+			m.opened.Add(1)
+			c := &muxConn{client: s.client, sessions: 1, cap: m.perConn}
+			if m.closed {
+				m.mu.Unlock()
+				s.Close()
+				return nil, fmt.Errorf("%w: %s: connections closed", ErrConnect, d.display)
+			}
+			m.conns[key] = append(m.conns[key], c)
+			m.mu.Unlock()
+			go m.watch(key, c)
+			s.shared = &muxSession{m: m, c: c}
+			// The connection's keepalives, whichever of its streams are
+			// open: they end with it.
+			d.keepaliveStart(&sshStream{display: d.display, client: c.client, done: make(chan struct{})})
+			return s, nil
+		}
+		if best != nil {
+			best.sessions++
+			m.mu.Unlock()
+			s, err := d.start(best.client, false)
+			if err != nil {
+				m.mu.Lock()
+				best.sessions--
+				var oce *ssh.OpenChannelError
+				if errors.As(err, &oce) && oce.Reason == ssh.Prohibited && best.sessions > 0 {
+					best.cap = best.sessions // the server's MaxSessions: retry elsewhere
+					m.notify()
+					m.mu.Unlock()
+					continue
+				}
+				m.notify()
+				m.mu.Unlock()
+				return nil, err
+			}
+			s.shared = &muxSession{m: m, c: best}
+			return s, nil
+		}
+		wait := m.changed
+		m.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("ssh %s: waiting for a shared connection: %w", d.display, ctx.Err())
+		}
+	}
+}
+
+// watch drops c once its connection ends.
+func (m *SSHMux) watch(key string, c *muxConn) {
+	c.client.Wait()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c.dead = true
+	cs := m.conns[key]
+	for i, x := range cs {
+		if x == c {
+			m.conns[key] = append(cs[:i:i], cs[i+1:]...)
+			break
+		}
+	}
+	m.notify()
+}
+
+// muxSession is a stream's hold on a shared connection.
+type muxSession struct {
+	m    *SSHMux
+	c    *muxConn
+	once sync.Once
+}
+
+// release gives the session's slot back.
+func (s *muxSession) release() {
+	s.once.Do(func() {
+		s.m.mu.Lock()
+		s.c.sessions--
+		s.m.notify()
+		s.m.mu.Unlock()
+	})
+}

@@ -1,0 +1,65 @@
+package transport
+
+import (
+	"context"
+	"testing"
+
+	"github.com/restoresync/restoresync/internal/testsshd"
+)
+
+// Streams through an SSHMux are sessions on at most MaxConns connections
+// of SessionsPerConn sessions each, spread over them; each echoes its own
+// bytes, a stream closed leaves the others on its connection working, a
+// Dial beyond the bound waits for a session to end, and a second dialer
+// with the same settings (another restore of the run) shares them.
+func TestSSHMuxSharesBoundedConnections(t *testing.T) {
+	t.Parallel()
+	srv := testsshd.Start(t)
+	mux := NewSSHMux(2, 3)
+	defer mux.Close()
+	newDialer := func() Dialer {
+		d, err := NewSSHDialer(Location{Host: "testhost"}, SSHOptions{
+			ConfigFile: srv.Config(t), RemotePath: echoAgent(t), Mux: mux,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d1, d2 := newDialer(), newDialer()
+	var streams []Stream
+	for i := range 6 {
+		d := d1
+		if i%2 == 1 {
+			d = d2
+		}
+		streams = append(streams, dialT(t, d))
+	}
+	if n := mux.Opened(); n != 2 {
+		t.Fatalf("6 streams opened %d connections, want 2 (3 sessions each)", n)
+	}
+	// A seventh waits until a session ends.
+	got := make(chan Stream, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		s, err := d1.Dial(ctx)
+		if err != nil {
+			t.Errorf("the seventh Dial: %v", err)
+		}
+		got <- s
+	}()
+	checkEcho(t, streams[0], 1<<20)
+	streams[0].Close()
+	s7 := <-got
+	if s7 == nil {
+		t.FailNow()
+	}
+	defer s7.Close()
+	for _, s := range append(streams[1:], s7) {
+		checkEcho(t, s, 64<<10)
+	}
+	if n := mux.Opened(); n != 2 {
+		t.Errorf("%d connections opened in all, want 2", n)
+	}
+}
