@@ -10,6 +10,8 @@
 //	ParseLocation("user@host:PATH" | "ssh://user@host:port/PATH" | PATH)
 //	NewSSHDialer(loc, opts)  built-in x/crypto/ssh client: ssh_config, known_hosts,
 //	                         identities and ssh-agent; one SSH connection per stream
+//	opts.Mux = NewSSHMux(n, 10) the same, streams as sessions on at most n shared
+//	                         connections (restore --accounts)
 //	NewRshDialer(loc, opts)  -e COMMAND: one process per stream (rsync's --rsh)
 //	d.WithCommand(cmd)       the same host, another remote command (agent-less tar, rsync)
 //	LimitDialer(d, lim)      --bwlimit: the streams share one token bucket
@@ -37,7 +39,8 @@
 // Files: stream.go — Stream, Dialer, CommandDialer, SSHOptions;
 // location.go — Location and ParseLocation; ssh.go — the built-in SSH
 // client's dialer and its bounded setup; sshstream.go — its streams and
-// keepalives; hostkeyerror.go — HostKeyError; sshconfig.go — ssh_config,
+// keepalives; sshmux.go — SSHMux, streams as sessions on shared
+// connections; hostkeyerror.go — HostKeyError; sshconfig.go — ssh_config,
 // known_hosts and keys for it; rsh.go — the -e program dialer; listen.go — the serve
 // --listen endpoint; shellword.go — SplitCommandLine and ShellQuote;
 // awaiting.go — what a setup that timed out was waiting for; firstbyte.go

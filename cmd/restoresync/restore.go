@@ -91,7 +91,9 @@ same checks: 'restoresync restore backup.tar.gz /home/alice'.`,
   # see first, then restore: PHP files only, deleting those not in the backup
   restoresync restore -n --delete --include='*/' --include='*.php' --exclude='*' backup:/snap/alice /home/alice
   # the paths listed in a file, relative to SRC
-  restoresync restore --files-from=lost.txt backup:/snap/alice /home/alice`,
+  restoresync restore --files-from=lost.txt backup:/snap/alice /home/alice
+  # several accounts, each as --account NAME, the smallest first, with a summary table
+  restoresync restore --accounts alice,bob,carol 'backup:/snap/home/{account}' '/home/{account}'`,
 		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRestore(cmd.Context(), cmd, o, args)
