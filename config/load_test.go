@@ -23,7 +23,6 @@ var settings = []string{
 	"pre_hook", "post_hook", "bwlimit", "progress", "quiet", "verbose", "log_format",
 }
 
-
 // writeFile writes text as config.toml in a new temporary directory and
 // returns its path.
 // validList is the message of an unknown key's error with settings.
