@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -160,4 +161,68 @@ func TestE2EAccountsManyInOneRun(t *testing.T) {
 	if !strings.Contains(r.stderr, missing+": restoresync: ") {
 		t.Errorf("the missing account's error is not on stderr under its name:\n%s", r.stderr)
 	}
+}
+
+// restore --accounts stopped mid-transfer (SIGSTOP), its agents killed,
+// then resumed: while it is stopped and after it ends, every directory of
+// every account is the account's, with its source's mode plus rwx for its
+// owner; the same command again, without --force, completes every account.
+func TestE2EAccountsInterruptedThenRerun(t *testing.T) {
+	e2e(t)
+	t.Parallel()
+	srv := testsshd.Start(t)
+	root := t.TempDir()
+	type acct struct {
+		name     string
+		uid, gid uint32
+	}
+	var accts []acct
+	for i := range 2 {
+		n, u, g := throwawayAccount(t)
+		accts = append(accts, acct{n, u, g})
+		mustRun(t, "bench", "gen", "--profile", "hosting", "--scale", "0.04", "--seed", fmt.Sprint(20+i), filepath.Join(root, n))
+	}
+	homes := filepath.Join(t.TempDir(), "home")
+	args := append([]string{"restore", "--config", "none", "--accounts", accts[0].name + "," + accts[1].name,
+		"--parallel", "2", "--order", "given", "--jobs", "1", "--compress", "gzip:9", "--block-size", "4MiB"}, sshdArgs(srv)...)
+	args = append(args, sshdURL(srv, root+"/{account}"), homes+"/{account}")
+
+	r := startRestore(t, args...)
+	r.waitPlaced(filepath.Join(homes, accts[0].name))
+	if err := r.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range accts {
+		if dst := filepath.Join(homes, a.name); dirExists(dst) {
+			assertInterimDirs(t, filepath.Join(root, a.name), dst, a.uid, a.gid)
+		}
+	}
+	killed := killAgents(t, srv.PID)
+	if err := r.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := r.wait(r.start)
+	if killed == 0 || res.code == 0 {
+		t.Fatalf("%d agents killed, exit %d: the run was not interrupted:\n%s", killed, res.code, res)
+	}
+	t.Logf("stopped, %d agents killed: %s", killed, strings.TrimSpace(res.stderr))
+	for _, a := range accts {
+		if dst := filepath.Join(homes, a.name); dirExists(dst) && len(placedFiles(dst)) < statTree(t, filepath.Join(root, a.name)).files {
+			assertInterimDirs(t, filepath.Join(root, a.name), dst, a.uid, a.gid)
+		}
+	}
+
+	mustRun(t, args...)
+	for _, a := range accts {
+		src, dst := filepath.Join(root, a.name), filepath.Join(homes, a.name)
+		assertOwnedBy(t, dst, a.uid, a.gid)
+		rsyncItemize(t, []string{"-rltDHni", "--checksum", "--delete"}, src, dst)
+		assertDirModes(t, src, dst, 0)
+		assertNoTempFiles(t, dst)
+	}
+}
+
+func dirExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
