@@ -111,6 +111,18 @@ func TestAccountOwnership(t *testing.T) {
 	nuid, _ := strconv.ParseUint(nobody.Uid, 10, 32)
 	assertOwnedBy(t, filepath.Join(other, "public_html"), uint32(nuid), gid)
 
+	// An empty DST owned by root (mkdir'd by an admin, or by a run cut
+	// short before its chown) is accepted, and becomes the account's.
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "restore", "--config", "none", "--account", name, src, empty)
+	if u, g := ownerOf(t, empty); u != uid || g != gid {
+		t.Errorf("the empty DST is owned by %d:%d after the restore, want the account's %d:%d", u, g, uid, gid)
+	}
+	assertOwnedBy(t, empty, uid, gid)
+
 	// An account that does not exist here is a usage error.
 	r = runBin(t, "restore", "--config", "none", "--account", name+"x", src, filepath.Join(t.TempDir(), "x"))
 	if r.code != exitUsage || !strings.Contains(r.stderr, name+"x") {

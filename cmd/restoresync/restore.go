@@ -225,7 +225,7 @@ func (o *restoreOptions) srcFromConfig(cmd *cobra.Command, args []string) ([]str
 	}
 	switch {
 	case o.cfgSrc == "":
-		return nil, &usageError{fmt.Sprintf("%s takes SRC and DST, or DST alone when the configuration file sets src\nUsage: %s", cmd.Name(), cmd.UseLine())}
+		return nil, &usageError{fmt.Sprintf("%s takes at least 2 arguments, got 1 (DST alone needs a src setting in the configuration file)\nUsage: %s", cmd.Name(), cmd.UseLine())}
 	case strings.Contains(o.cfgSrc, config.AccountPlaceholder):
 		return nil, &usageError{fmt.Sprintf("the configuration's src %q names %s: give --account NAME, or SRC", o.cfgSrc, config.AccountPlaceholder)}
 	}
