@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -133,6 +134,7 @@ func (m *SSHMux) dial(ctx context.Context, d *sshDialer) (Stream, error) {
 				return nil, fmt.Errorf("%w: %s: connections closed", ErrConnect, d.display)
 			}
 			m.conns[key] = append(m.conns[key], c)
+			m.notify() // its other sessions are free
 			m.mu.Unlock()
 			go m.watch(key, c)
 			s.shared = &muxSession{m: m, c: c}
@@ -186,6 +188,30 @@ func (m *SSHMux) watch(key string, c *muxConn) {
 		}
 	}
 	m.notify()
+}
+
+// end closes the session of s, a stream on a shared connection, and
+// gives its slot back once sshd has closed it too: sshd does when the
+// remote command's output ends, so a command that no longer runs (it
+// exited, or the close killed it) frees it at once. One that is stopped
+// (SIGSTOP) would hold the session, and a Write of s waiting for window
+// space, for good: after remoteExitWait the whole connection is closed,
+// and the other streams on it fail as on a lost connection.
+func (s *sshStream) endShared() {
+	s.session.Close()
+	go func() {
+		done := make(chan struct{})
+		go func() {
+			s.waitOnce.Do(func() { s.waitErr = s.session.Wait() })
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(remoteExitWait):
+			s.client.Close()
+		}
+		s.shared.release()
+	}()
 }
 
 // muxSession is a stream's hold on a shared connection.

@@ -2,7 +2,13 @@ package transport
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/restoresync/restoresync/internal/testsshd"
 )
@@ -61,5 +67,56 @@ func TestSSHMuxSharesBoundedConnections(t *testing.T) {
 	}
 	if n := mux.Opened(); n != 2 {
 		t.Errorf("%d connections opened in all, want 2", n)
+	}
+}
+
+// Close of a shared stream whose remote command is stopped (it never
+// reads, never exits) still ends a Write blocked on the channel's window:
+// the connection is closed, and a new Dial opens another.
+func TestSSHMuxCloseStoppedCommand(t *testing.T) {
+	t.Parallel()
+	srv := testsshd.Start(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	stopper := filepath.Join(dir, "stopper")
+	if err := os.WriteFile(stopper, []byte("#!/bin/sh\necho $$ > "+pidFile+"\nkill -STOP $$\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // the stopped command is this test's: end it
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	mux := NewSSHMux(1, 3)
+	defer mux.Close()
+	d, err := NewSSHDialer(Location{Host: "testhost"}, SSHOptions{ConfigFile: srv.Config(t), RemotePath: stopper, Mux: mux})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dialT(t, d)
+	werr := make(chan error, 1)
+	go func() {
+		_, err := s.Write(make([]byte, 8<<20)) // beyond the 2 MiB window
+		werr <- err
+	}()
+	for {
+		if _, err := os.Stat(pidFile); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.Close()
+	if err := <-werr; err == nil {
+		t.Error("the blocked Write returned no error after Close")
+	}
+	echo, err := NewSSHDialer(Location{Host: "testhost"}, SSHOptions{ConfigFile: srv.Config(t), RemotePath: echoAgent(t), Mux: mux})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEcho(t, dialT(t, echo), 64<<10)
+	if n := mux.Opened(); n != 2 {
+		t.Errorf("%d connections opened, want 2 (the stopped command's was closed)", n)
 	}
 }

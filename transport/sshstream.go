@@ -163,12 +163,7 @@ func (s *sshStream) Close() error {
 		s.closed.Store(true)
 		close(s.done)
 		if s.shared != nil {
-			// A shared connection stays up for its other sessions: the
-			// session's close reaches sshd, which ends the agent and
-			// answers, releasing a Write that waits for window space
-			// (a lost connection is closed by keepalives).
-			s.session.Close()
-			s.shared.release()
+			s.endShared() // the connection stays up for its other sessions
 			return
 		}
 		// The connection goes first: closing only the channel (the

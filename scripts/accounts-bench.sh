@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The multi-account benchmark at a small scale, on loopback through a real
+# sshd: N accounts of 'bench gen --profile hosting --scale S' restored
+# (1) with one 'restore --accounts' run, (2) with a shell loop of N
+# 'restore --account NAME' runs, (3) as one tree holding the same files.
+# Prints each wall time and the SSH connections sshd accepted for it
+# (counted in its log). Needs root (useradd, sshd); removes its users.
+# Usage: scripts/accounts-bench.sh [bin/restoresync]  (ACCOUNTS=N SCALE=S)
+set -euo pipefail
+bin=$(realpath "${1:-bin/restoresync}")
+n=${ACCOUNTS:-20}
+scale=${SCALE:-0.02}
+work=$(mktemp -d "${TMPDIR:-/tmp}/restoresync-accounts.XXXXXX")
+sshd_pid=
+users=()
+cleanup() {
+	[ -n "$sshd_pid" ] && kill "$sshd_pid" 2>/dev/null
+	for u in "${users[@]}"; do userdel "$u" 2>/dev/null || true; groupdel "$u" 2>/dev/null || true; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+for i in $(seq "$n"); do
+	u=$(printf 'rsbench%03d' "$i")
+	useradd -U -M -s /usr/sbin/nologin -d /nonexistent "$u"
+	users+=("$u")
+	"$bin" bench gen --profile hosting --scale "$scale" --seed "$i" "$work/snap/home/$u" >/dev/null
+	mkdir -p "$work/one"
+	cp -a "$work/snap/home/$u" "$work/one/$u"
+done
+printf '%s\n' "${users[@]}" >"$work/accounts.txt"
+
+mkdir -p /run/sshd
+ssh-keygen -q -t ed25519 -N '' -f "$work/host_key"
+ssh-keygen -q -t ed25519 -N '' -f "$work/id"
+cp "$work/id.pub" "$work/authorized_keys"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat >"$work/sshd_config" <<CFG
+ListenAddress 127.0.0.1:$port
+HostKey $work/host_key
+AuthorizedKeysFile $work/authorized_keys
+PidFile $work/sshd.pid
+UsePAM no
+StrictModes no
+PasswordAuthentication no
+PermitRootLogin yes
+MaxSessions 100
+MaxStartups 100
+LogLevel INFO
+CFG
+/usr/sbin/sshd -D -e -f "$work/sshd_config" 2>"$work/sshd.log" &
+sshd_pid=$!
+for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
+echo "[127.0.0.1]:$port $(cat "$work/host_key.pub")" >"$work/known_hosts"
+ssh=(-F none -i "$work/id" --known-hosts "$work/known_hosts" --remote-path "$bin" --config none --progress none)
+url="ssh://root@127.0.0.1:$port$work/snap/home"
+
+conns() { grep -c 'Accepted publickey' "$work/sshd.log" || true; }
+measure() { # name, command...
+	local name=$1 before after start end
+	shift
+	before=$(conns)
+	start=$(date +%s.%N)
+	"$@" >"$work/$name.out" 2>"$work/$name.err" || echo "$name: exit $? (see below)"
+	end=$(date +%s.%N)
+	after=$(conns)
+	printf '%-10s %8.2f s  %4d SSH connections\n' "$name" "$(echo "$end - $start" | bc)" "$((after - before))"
+}
+
+echo "$n accounts, bench gen --profile hosting --scale $scale, $(du -sh "$work/snap" | cut -f1) in all"
+measure accounts "$bin" restore "${ssh[@]}" --accounts-from "$work/accounts.txt" "$url/{account}" "$work/dst1/{account}"
+loop() { for u in "${users[@]}"; do "$bin" restore "${ssh[@]}" --account "$u" "$url/$u" "$work/dst2/$u" || return; done; }
+measure loop loop
+measure one-tree "$bin" restore "${ssh[@]}" "ssh://root@127.0.0.1:$port$work/one" "$work/dst3"
+measure given "$bin" restore "${ssh[@]}" --order given --accounts-from "$work/accounts.txt" "$url/{account}" "$work/dst4/{account}"
+cat "$work/accounts.out" "$work/given.out"
