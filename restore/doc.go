@@ -72,7 +72,9 @@
 // files it did not finish; only a killed process leaves some, which a rerun
 // reuses or removes), and the directories it made with their final owner,
 // their final mode plus rwx for that owner, and the current mtime.
-// rsync leaves the files gokrazy renamed into place complete but with its
+// rsync makes the missing directories through the safe writer before the
+// transfer, with their final owner, and leaves the files gokrazy renamed
+// into place complete but with its
 // interim metadata (their 0777 bits, mtimes to the second), and maybe a
 // gokrazy temporary file at the top of DST. A rerun of the same command
 // completes the restore: raw and rsync skip what is in place (quick check),

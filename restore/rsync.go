@@ -215,6 +215,13 @@ func (p *rsyncPull) run(ctx context.Context, w *dest.Writer, dstPath string, rep
 	if err != nil {
 		return err
 	}
+	// The directories first, with their owners, so that an interrupted
+	// transfer leaves none of them root's (gokrazy would make them). One
+	// that cannot be made here fails in the transfer or in Finish, which
+	// report it: its error here is not reported twice.
+	if _, err := w.RsyncMakeDirs(ctx, entries); err != nil {
+		return err
+	}
 	stderr := new(transport.TailBuffer)
 	args := rsyncArgs
 	log := &genrLog{tail: stderr}

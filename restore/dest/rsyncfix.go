@@ -21,6 +21,27 @@ import (
 // mtime, then Writer.Finish makes symlinks, special files and hardlinks and
 // sets directory metadata.
 
+// RsyncMakeDirs creates, before the rsync transfer, the directories of
+// entries (the whole file list) that DST lacks, as Plan does: each with
+// its final owner and interim mode (see mkdirOwned), and a DST this
+// Writer created gets the "." entry's. gokrazy's receiver then finds them
+// in place and only sets their mode and mtime, so an interrupted transfer
+// leaves no directory owned by root that the list gives to someone else.
+// It returns per-directory errors, and an error only when ctx ends.
+func (w *Writer) RsyncMakeDirs(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
+	var errs []*treewalk.PathError
+	if err := w.settleRoot(entries); err != nil {
+		errs = append(errs, &treewalk.PathError{Path: ".", Err: err})
+	}
+	perrs, err := w.pass(ctx, entries, func(cur *dirCursor, _ int, e *treewalk.Entry) error {
+		if e.Kind == treewalk.KindDir && e.Path != "." {
+			return w.mkdir(cur, e)
+		}
+		return nil
+	})
+	return append(errs, perrs...), err
+}
+
 // RsyncQuickCheck counts the regular files that the rsync transfer is
 // about to send (and their bytes): those that DST does not hold as a
 // regular file of the same size and the same mtime to the second, which is
