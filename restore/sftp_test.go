@@ -2,16 +2,20 @@ package restore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/internal/testsshd"
 	"github.com/restoresync/restoresync/restore"
 	"github.com/restoresync/restoresync/transport"
@@ -143,4 +147,222 @@ func TestSFTPPullSFTPOnlyAccount(t *testing.T) {
 		t.Errorf("rerun restored %d files, %d up to date; want 0, 21", again.Files, again.Skipped)
 	}
 	assertSFTPTree(t, src, dst)
+}
+
+// The quick check of --method sftp compares mtimes to the second, all
+// SFTP version 3 carries: a DST that a raw restore made (mtimes to the
+// nanosecond) is up to date for it, not sent again.
+func TestSFTPQuickCheckToTheSecond(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "alice")
+	accountFixture().build(t, src) // mtimes with nanoseconds
+	dst := filepath.Join(t.TempDir(), "alice")
+	run(t, restore.Options{Src: src, Dst: dst, Method: restore.MethodRaw})
+	srv := sftpOnly(t, "")
+	rep := run(t, sftpOptions(srv, src, dst))
+	if rep.Files != 0 || rep.Skipped != 21 {
+		t.Errorf("sftp over a raw restore restored %d files, %d up to date; want 0, 21", rep.Files, rep.Skipped)
+	}
+}
+
+// Go's own src/net (about 400 files no one here wrote), over an SFTP-only
+// account without a chroot (the SRC is an absolute path), through OpenSSH's
+// ssh program (-e) as well as the built-in client.
+func TestSFTPPullGoNet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	src := filepath.Join(t.TempDir(), "net")
+	testenv.RequireTool(t, "cp")
+	if out, err := exec.Command("cp", "-a", filepath.Join(runtimeGOROOT(t), "src", "net"), src).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v\n%s", err, out)
+	}
+	truncateTimes(t, src)
+	srv := sftpOnly(t, "")
+	for _, via := range []string{"built-in", "-e ssh"} {
+		t.Run(via, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "net")
+			o := sftpOptions(srv, src, dst)
+			if via == "-e ssh" {
+				testenv.RequireTool(t, "ssh")
+				o.Src, o.SSH = "testhost:"+src, transport.SSHOptions{Rsh: "ssh -F " + srv.Config(t)}
+			}
+			o.Jobs = 3
+			rep := run(t, o)
+			assertSFTPTree(t, src, dst)
+			rsyncSame(t, src, dst)
+			if rep.Files < 400 || rep.Jobs != 3 {
+				t.Errorf("restored %d files over %d connections; want more than 400 over 3", rep.Files, rep.Jobs)
+			}
+		})
+	}
+}
+
+// cancelAfter is a Progress that cancels the run once n files are in
+// place.
+type cancelAfter struct {
+	n      int64
+	done   atomic.Int64
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) Start(int, int64) {}
+func (c *cancelAfter) Streams(int)      {}
+func (c *cancelAfter) Add(files int, _ int64) {
+	if files > 0 && c.done.Add(int64(files)) >= c.n {
+		c.cancel()
+	}
+}
+
+// A run interrupted (cancelled after some files, at several points)
+// leaves complete files under their final names and no temporary file;
+// a rerun of the same restore completes it and sends only what is
+// missing.
+func TestSFTPInterruptedThenRerun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	src := filepath.Join(t.TempDir(), "net")
+	if out, err := exec.Command("cp", "-a", filepath.Join(runtimeGOROOT(t), "src", "net"), src).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v\n%s", err, out)
+	}
+	truncateTimes(t, src)
+	srv := sftpOnly(t, "")
+	for _, after := range []int64{1, 40, 300} {
+		t.Run(strconv.FormatInt(after, 10), func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "net")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			o := sftpOptions(srv, src, dst)
+			o.Progress = &cancelAfter{n: after, cancel: cancel}
+			rep, err := restore.Run(ctx, o)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("interrupted run: %v; want context.Canceled", err)
+			}
+			assertNoTempFiles(t, dst)
+			if rep.Files < int(after) {
+				t.Errorf("interrupted run restored %d files; want at least %d", rep.Files, after)
+			}
+			first := rep.Files
+			o.Progress = nil
+			again := run(t, o)
+			assertSFTPTree(t, src, dst)
+			if again.Skipped < first || again.Files == 0 {
+				t.Errorf("rerun restored %d files, %d up to date; the interrupted run had placed %d", again.Files, again.Skipped, first)
+			}
+		})
+	}
+}
+
+// A hostile tree on an SFTP-only, chrooted server: symlinks pointing out
+// of the chroot (absolute, "..", to "/"), names with a newline, invalid
+// UTF-8, glob characters, a leading dash, 255 bytes. Each symlink is
+// restored as a symlink with its target as stored, nothing it points to
+// is read or written, and every odd name arrives as it is.
+func TestSFTPHostileTree(t *testing.T) {
+	chroot := testsshd.ChrootDir(t)
+	src := filepath.Join(chroot, "evil")
+	TestDir{
+		"passwd":                 TestSymlink{Target: "/etc/passwd"},
+		"escape":                 TestSymlink{Target: "../../../../../etc"},
+		"root":                   TestSymlink{Target: "/"},
+		"up":                     TestSymlink{Target: ".."},
+		"new\nline":              TestFile{Content: "newline"},
+		"bad\xffutf8":            TestFile{Content: "utf-8"},
+		"*?[glob]\\":             TestFile{Content: "glob"},
+		"-rf":                    TestFile{Content: "dash"},
+		" spaced ":               TestDir{"x": TestFile{Content: "x"}},
+		strings.Repeat("l", 255): TestFile{Content: "long"},
+		"dir":                    TestDir{"link-out": TestSymlink{Target: "../../../../.."}},
+	}.build(t, src)
+	truncateTimes(t, src)
+	srv := sftpOnly(t, chroot)
+	dst := filepath.Join(t.TempDir(), "evil")
+	rep := run(t, sftpOptions(srv, "/evil", dst))
+	assertSFTPTree(t, src, dst)
+	if rep.Symlinks != 5 || rep.Files != 6 {
+		t.Errorf("restored %d files, %d symlinks; want 6, 5", rep.Files, rep.Symlinks)
+	}
+	// A SRC through a symlink out of the chroot resolves in the chroot:
+	// "escape" finds no /etc there (the run fails before DST is made),
+	// "root" is the chroot itself.
+	d := filepath.Join(t.TempDir(), "x")
+	if _, err := restore.Run(context.Background(), sftpOptions(srv, "/evil/escape", d)); err == nil || !strings.Contains(err.Error(), "not exist") {
+		t.Errorf("SRC /evil/escape (a symlink to ../../../../../etc): %v; want a SRC that does not exist in the chroot", err)
+	}
+	if _, err := os.Lstat(d); err == nil {
+		t.Errorf("a restore that could not list SRC created DST")
+	}
+	run(t, sftpOptions(srv, "/evil/root", d))
+	if _, err := os.Lstat(filepath.Join(d, "evil", "passwd")); err != nil {
+		t.Errorf("SRC /evil/root (a symlink to /): %v; want the chroot's own tree", err)
+	}
+	if _, err := os.Lstat(filepath.Join(d, "etc")); err == nil {
+		t.Errorf("SRC /evil/root reached the server's /etc")
+	}
+}
+
+// Usage errors: --method sftp pulls only, from one SRC.
+func TestSFTPUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, o := range []restore.Options{
+		{Src: dir, Dst: "web:/srv/x"},
+		{Src: dir, Dst: filepath.Join(dir, "d")},
+		{Src: "backup:/a", MoreSrc: []string{"backup:/b"}, Dst: filepath.Join(dir, "d")},
+		{Src: "backup:/a", Dst: filepath.Join(dir, "d"), Verify: true},
+	} {
+		o.Method = restore.MethodSFTP
+		if _, err := restore.Run(context.Background(), o); !errors.Is(err, restore.ErrUsage) {
+			t.Errorf("%s → %s: %v; want a usage error", o.Src, o.Dst, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "d")); err == nil {
+		t.Errorf("a refused restore created DST")
+	}
+}
+
+// Filters, --delete, --dry-run and --itemize-changes do with --method
+// sftp what they do with the raw method: on the same source (no
+// hardlinks, whole-second mtimes) and the same older DST, the same change
+// lines, the same deletions and the same tree.
+func TestSFTPSelectionMatchesRaw(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "alice")
+	fixture := accountFixture()
+	delete(fixture["public_html"].(TestDir), "copy-of-index.php")
+	delete(fixture["backups"].(TestDir), "db-link.sql")
+	fixture.build(t, src)
+	truncateTimes(t, src)
+	srv := sftpOnly(t, "")
+	older := func(t *testing.T) string {
+		dst := filepath.Join(t.TempDir(), "alice")
+		run(t, restore.Options{Src: src, Dst: dst, Method: restore.MethodRaw})
+		must(t, os.WriteFile(filepath.Join(dst, "public_html/index.php"), []byte("older"), 0o644))
+		must(t, os.WriteFile(filepath.Join(dst, "public_html/stale.php"), []byte("gone from the backup"), 0o644))
+		must(t, os.WriteFile(filepath.Join(dst, "logs/keep.log"), []byte("excluded: kept"), 0o644))
+		must(t, os.RemoveAll(filepath.Join(dst, "mail")))
+		for _, p := range []string{"public_html/index.php", "public_html/stale.php", "logs/keep.log", "public_html", "logs", "."} {
+			must(t, lutimes(filepath.Join(dst, p), fixtureTime)) // both older DSTs alike
+		}
+		return dst
+	}
+	filters := []treewalk.Rule{ex("*.log"), ex("/sticky")}
+	for _, dry := range []bool{true, false} {
+		t.Run(fmt.Sprintf("dry-run=%v", dry), func(t *testing.T) {
+			rawDst, sftpDst := older(t), older(t)
+			ro := restore.Options{Src: src, Dst: rawDst, Method: restore.MethodRaw, Filters: filters, Delete: true, DryRun: dry, ItemizeChanges: true}
+			so := sftpOptions(srv, src, sftpDst)
+			so.Filters, so.Delete, so.DryRun, so.ItemizeChanges = filters, true, dry, true
+			raw, sf := run(t, ro), run(t, so)
+			if strings.Join(raw.Changes, "\n") != strings.Join(sf.Changes, "\n") || raw.Deleted != sf.Deleted {
+				t.Errorf("sftp's changes (%d deleted):\n%s\nraw's (%d deleted):\n%s", sf.Deleted, strings.Join(sf.Changes, "\n"), raw.Deleted, strings.Join(raw.Changes, "\n"))
+			}
+			if len(sf.Changes) < 5 || sf.Deleted != 1 {
+				t.Errorf("%d changes, %d deleted; want the older DST's changes and stale.php deleted", len(sf.Changes), sf.Deleted)
+			}
+			diffs, err := treewalk.Compare(context.Background(), rawDst, sftpDst, treewalk.CompareOptions{IgnoreRootDir: true})
+			must(t, err)
+			for _, d := range diffs {
+				t.Errorf("raw's DST and sftp's differ: %s", d)
+			}
+		})
+	}
 }
