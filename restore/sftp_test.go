@@ -366,3 +366,52 @@ func TestSFTPSelectionMatchesRaw(t *testing.T) {
 		})
 	}
 }
+
+// --method auto on an SFTP-only account (OpenSSH's ForceCommand
+// internal-sftp): whether it looks for the agent first or goes agent-less
+// (--remote-path none), through the built-in client or -e ssh, with
+// selection options or without, it uses sftp and says why; on a server
+// that runs commands, agent-less auto still uses the remote's tar though
+// its sftp subsystem answers too.
+func TestSFTPAutoDetectsSFTPOnly(t *testing.T) {
+	chroot := testsshd.ChrootDir(t)
+	src := sftpAccount(t, chroot, "alice")
+	srv := sftpOnly(t, chroot)
+	for _, tc := range []struct {
+		name       string
+		remotePath string
+		rsh        bool
+		del        bool
+	}{
+		{"agent", "", false, false},
+		{"agent/-e", "", true, false},
+		{"agent/--delete", "", false, true},
+		{"no-agent", restore.NoAgent, false, false},
+		{"no-agent/-e", restore.NoAgent, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "alice")
+			o := sftpOptions(srv, "/alice", dst)
+			o.Method, o.SSH.RemotePath, o.Delete = restore.MethodAuto, tc.remotePath, tc.del
+			if tc.rsh {
+				o.Src, o.SSH = "testhost:/alice", transport.SSHOptions{Rsh: "ssh -F " + srv.Config(t), RemotePath: tc.remotePath}
+			}
+			rep := run(t, o)
+			if rep.Method != "sftp" || !strings.Contains(rep.MethodReason, "allows SFTP only") || !strings.Contains(rep.MethodReason, "sftp connections only") {
+				t.Errorf("auto chose %q (%q); want sftp, because the remote allows SFTP only", rep.Method, rep.MethodReason)
+			}
+			assertSFTPTree(t, src, dst)
+		})
+	}
+	t.Run("commands-run", func(t *testing.T) {
+		testenv.RequireTool(t, "tar")
+		srv := testsshd.StartConfig(t, testsshd.SFTPSubsystem)
+		dst := filepath.Join(t.TempDir(), "alice")
+		o := sftpOptions(srv, src, dst)
+		o.Method, o.SSH.RemotePath = restore.MethodAuto, restore.NoAgent
+		rep := run(t, o)
+		if rep.Method != "tar" {
+			t.Errorf("auto chose %q (%q) on a server that runs commands; want tar", rep.Method, rep.MethodReason)
+		}
+	})
+}
