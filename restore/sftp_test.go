@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -414,4 +415,42 @@ func TestSFTPAutoDetectsSFTPOnly(t *testing.T) {
 			t.Errorf("auto chose %q (%q) on a server that runs commands; want tar", rep.Method, rep.MethodReason)
 		}
 	})
+}
+
+// Owners over SFTP are numeric ids (SFTP version 3 sends no names), and
+// --usermap, --groupmap and --chown apply to them as with --numeric-ids:
+// numeric FROM values and "*" match, names of the source cannot.
+func TestSFTPOwnerMaps(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "alice")
+	TestDir{"a": TestFile{Content: "a"}, "b": TestFile{Content: "b"}, "d": TestDir{"c": TestFile{Content: "c"}}}.build(t, src)
+	must(t, os.Lchown(filepath.Join(src, "a"), 1500, 1600))
+	must(t, os.Lchown(filepath.Join(src, "b"), 1, 1)) // daemon here: a name rule "daemon" must not match it
+	srv := sftpOnly(t, "")
+	owner := func(p string) string {
+		fi, err := os.Lstat(p)
+		must(t, err)
+		st := fi.Sys().(*syscall.Stat_t)
+		return fmt.Sprintf("%d:%d", st.Uid, st.Gid)
+	}
+	for _, tc := range []struct {
+		name                string
+		usermap, groupmap   []string
+		chown               string
+		wantA, wantB, wantC string
+	}{
+		{"numeric", []string{"1500:2500"}, []string{"1600:2600"}, "", "2500:2600", "1:1", "0:0"},
+		{"names-do-not-match", []string{"daemon:3000"}, []string{"daemon:3001"}, "", "1500:1600", "1:1", "0:0"},
+		{"star", []string{"*:4000"}, []string{"*:4001"}, "", "4000:4001", "4000:4001", "4000:4001"},
+		{"chown", nil, nil, "5000:5001", "5000:5001", "5000:5001", "5000:5001"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "alice")
+			o := sftpOptions(srv, src, dst)
+			o.Writer.Owner.Usermap, o.Writer.Owner.Groupmap, o.Writer.Owner.Chown = tc.usermap, tc.groupmap, tc.chown
+			run(t, o)
+			if a, b, c := owner(filepath.Join(dst, "a")), owner(filepath.Join(dst, "b")), owner(filepath.Join(dst, "d/c")); a != tc.wantA || b != tc.wantB || c != tc.wantC {
+				t.Errorf("owners a %s, b %s, d/c %s; want %s, %s, %s", a, b, c, tc.wantA, tc.wantB, tc.wantC)
+			}
+		})
+	}
 }
