@@ -1,0 +1,143 @@
+package restore_test
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/restoresync/restoresync/internal/testenv"
+	"github.com/restoresync/restoresync/restore"
+	"github.com/restoresync/restoresync/transport"
+)
+
+// refusingServer is an SSH server that refuses every exec request (its
+// reply is a failure, as some SFTP-only appliances answer) and serves the
+// "sftp" subsystem read-only (pkg/sftp's server over this host's file
+// system).
+type refusingServer struct {
+	port       int
+	identity   string // the client's private key file
+	knownHosts string
+}
+
+func startRefusingServer(t *testing.T) *refusingServer {
+	t.Helper()
+	dir := t.TempDir()
+	_, hostPriv, _ := ed25519.GenerateKey(rand.Reader)
+	hostSigner, err := ssh.NewSignerFromKey(hostPriv)
+	must(t, err)
+	clientPub, clientPriv, _ := ed25519.GenerateKey(rand.Reader)
+	block, err := ssh.MarshalPrivateKey(clientPriv, "")
+	must(t, err)
+	s := &refusingServer{identity: filepath.Join(dir, "id"), knownHosts: filepath.Join(dir, "known_hosts")}
+	must(t, os.WriteFile(s.identity, pem.EncodeToMemory(block), 0o600))
+	authorized, err := ssh.NewPublicKey(clientPub)
+	must(t, err)
+	cfg := &ssh.ServerConfig{PublicKeyCallback: func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
+		if string(k.Marshal()) == string(authorized.Marshal()) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("unknown key")
+	}}
+	cfg.AddHostKey(hostSigner)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	s.port = ln.Addr().(*net.TCPAddr).Port
+	must(t, os.WriteFile(s.knownHosts, []byte(knownhosts.Line([]string{ln.Addr().String()}, hostSigner.PublicKey())+"\n"), 0o600))
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { serveRefusing(conn, cfg) })
+		}
+	})
+	return s
+}
+
+func serveRefusing(conn net.Conn, cfg *ssh.ServerConfig) {
+	defer conn.Close()
+	_, chans, reqs, err := ssh.NewServerConn(conn, cfg)
+	if err != nil {
+		return
+	}
+	go ssh.DiscardRequests(reqs)
+	for nc := range chans {
+		ch, chReqs, err := nc.Accept()
+		if err != nil {
+			continue
+		}
+		go func() {
+			defer ch.Close()
+			for req := range chReqs {
+				var p struct{ Name string }
+				if req.Type == "subsystem" && ssh.Unmarshal(req.Payload, &p) == nil && p.Name == "sftp" {
+					req.Reply(true, nil)
+					go ssh.DiscardRequests(chReqs)
+					srv, err := sftp.NewServer(ch, sftp.ReadOnly())
+					if err == nil {
+						srv.Serve()
+					}
+					return
+				}
+				if req.WantReply {
+					req.Reply(false, nil) // exec, shell, pty-req, env...
+				}
+			}
+		}()
+	}
+}
+
+// --method auto on a server that refuses to run any command (its reply
+// to the exec request is a failure) but whose sftp subsystem answers:
+// sftp, through the built-in client and -e ssh, with the agent looked for
+// first or agent-less.
+func TestSFTPAutoOnRefusedExec(t *testing.T) {
+	src := sftpAccount(t, t.TempDir(), "alice")
+	srv := startRefusingServer(t)
+	for _, tc := range []struct {
+		name       string
+		remotePath string
+		rsh        bool
+	}{
+		{"agent", "", false},
+		{"no-agent", restore.NoAgent, false},
+		{"agent/-e", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "alice")
+			o := restore.Options{
+				Src: "ssh://bob@" + net.JoinHostPort("127.0.0.1", strconv.Itoa(srv.port)) + src,
+				Dst: dst,
+				SSH: transport.SSHOptions{ConfigFile: "none", Identities: []string{srv.identity}, KnownHosts: []string{srv.knownHosts}, RemotePath: tc.remotePath},
+			}
+			if tc.rsh {
+				testenv.RequireTool(t, "ssh")
+				o.Src = "bob@127.0.0.1:" + src
+				o.SSH = transport.SSHOptions{RemotePath: tc.remotePath, Rsh: fmt.Sprintf(
+					"ssh -F /dev/null -p %d -i %s -o IdentitiesOnly=yes -o UserKnownHostsFile=%s -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o BatchMode=yes",
+					srv.port, srv.identity, srv.knownHosts)}
+			}
+			rep := run(t, o)
+			if rep.Method != "sftp" || !strings.Contains(rep.MethodReason, "refuses to run commands") {
+				t.Errorf("auto chose %q (%q); want sftp, because the remote refuses commands", rep.Method, rep.MethodReason)
+			}
+			assertSFTPTree(t, src, dst)
+		})
+	}
+}
