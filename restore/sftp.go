@@ -219,7 +219,22 @@ type sftpConn struct {
 	s          transport.Stream
 	c          *sftp.Client
 	sent, recv atomic.Int64
+	// busy counts the calls waiting on the server; idle (--timeout) fires
+	// only while it is not 0, so a connection left idle while DST is
+	// planned or finished is not timed out.
+	busy atomic.Int32
+	idle *transport.IdleWatch
 }
+
+// wait marks a call to the server until the returned function runs.
+func (c *sftpConn) wait() func() {
+	c.busy.Add(1)
+	return func() { c.busy.Add(-1) }
+}
+
+// timedOut is the --timeout error once the connection's idle watch
+// fired, else nil.
+func (c *sftpConn) timedOut() error { return c.idle.Err() }
 
 // dialSFTP opens o.Jobs SFTP sessions at once through d (the "sftp"
 // subsystem). The first one that fails to open, when none opened, is the
@@ -258,21 +273,20 @@ func openSFTP(ctx context.Context, o Options, d transport.Dialer) (*sftpConn, er
 		return nil, err
 	}
 	s = transport.FirstByteTimeout(s, o.SSH.Timeout)
-	if o.IdleTimeout > 0 {
-		s = transport.IdleTimeoutStream(s, o.IdleTimeout)
-	}
 	sc := &sftpConn{s: s}
+	if o.IdleTimeout > 0 {
+		sc.idle = transport.StartIdleWatch(o.IdleTimeout, func() int64 { return sc.sent.Load() + sc.recv.Load() },
+			func() bool { return sc.busy.Load() > 0 }, func() { s.Close() })
+	}
 	stop := context.AfterFunc(ctx, func() { s.Close() })
 	defer stop()
 	c, err := sftp.NewClientPipe(transport.CountingReader(s, &sc.recv), writeCloser{transport.CountingWriter(s, &sc.sent), s},
 		sftp.UseConcurrentReads(true), sftp.UseFstat(true), sftp.MaxPacket(sftpMaxPacket))
 	if err != nil {
 		s.Close()
+		sc.idle.Stop()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
-		}
-		if terr := transport.IdleTimedOut(s); terr != nil {
-			return nil, terr
 		}
 		var te interface{ Timeout() bool }
 		if errors.As(err, &te) || errors.Is(err, transport.ErrConnect) || errors.Is(err, transport.ErrTimeout) {
@@ -298,6 +312,7 @@ func (w writeCloser) Close() error { return w.s.Close() }
 func (cs *sftpConns) close() {
 	cs.once.Do(func() {
 		for _, c := range cs.c {
+			c.idle.Stop()
 			c.c.Close()
 			c.s.Close()
 		}
@@ -323,7 +338,7 @@ func (cs *sftpConns) fatal(ctx context.Context, err error) error {
 		return ctx.Err()
 	}
 	for _, c := range cs.c {
-		if terr := transport.IdleTimedOut(c.s); terr != nil {
+		if terr := c.timedOut(); terr != nil {
 			return terr
 		}
 	}
@@ -408,6 +423,7 @@ func (cs *sftpConns) copyFiles(ctx context.Context, ob *observer, w *dest.Writer
 
 // copyFile reads e's file, remote on the server, and writes it through w.
 func (c *sftpConn) copyFile(ctx context.Context, ob *observer, w *dest.Writer, e *treewalk.Entry, remote string) error {
+	defer c.wait()()
 	f, err := c.c.Open(remote)
 	if err != nil {
 		return remoteErr(err)

@@ -34,6 +34,7 @@ func sftpList(ctx context.Context, cs *sftpConns, srcPath string, f *treewalk.Fi
 	if root == "" {
 		root = "."
 	}
+	defer cs.c[0].wait()()
 	c := cs.c[0].c
 	fi, err := c.Stat(root)
 	if err != nil {
@@ -68,7 +69,7 @@ func sftpList(ctx context.Context, cs *sftpConns, srcPath string, f *treewalk.Fi
 	w.cond = sync.NewCond(&w.mu)
 	var wg sync.WaitGroup
 	for k := range len(cs.c) * sftpDirsPerConn {
-		wg.Go(func() { w.work(ctx, cs, cs.c[k%len(cs.c)].c) })
+		wg.Go(func() { w.work(ctx, cs, cs.c[k%len(cs.c)]) })
 	}
 	wg.Wait()
 	if w.fatal != nil {
@@ -97,7 +98,7 @@ type sftpWalker struct {
 }
 
 // work reads directories with c until none is left or the walk fails.
-func (w *sftpWalker) work(ctx context.Context, cs *sftpConns, c *sftp.Client) {
+func (w *sftpWalker) work(ctx context.Context, cs *sftpConns, c *sftpConn) {
 	for {
 		w.mu.Lock()
 		for len(w.queue) == 0 && w.busy > 0 && w.fatal == nil {
@@ -113,7 +114,9 @@ func (w *sftpWalker) work(ctx context.Context, cs *sftpConns, c *sftp.Client) {
 		w.busy++
 		w.mu.Unlock()
 
-		entries, subdirs, errs, fatal := w.readDir(ctx, c, cs.root, dir)
+		done := c.wait()
+		entries, subdirs, errs, fatal := w.readDir(ctx, c.c, cs.root, dir)
+		done()
 
 		w.mu.Lock()
 		w.busy--

@@ -1,10 +1,13 @@
 package restore_test
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
@@ -32,7 +36,12 @@ type refusingServer struct {
 	knownHosts string
 }
 
-func startRefusingServer(t *testing.T) *refusingServer {
+func startRefusingServer(t *testing.T) *refusingServer { return startStallingServer(t, 0) }
+
+// startStallingServer is startRefusingServer whose SFTP sessions stop
+// sending once they have sent stall bytes (0: never), the connection
+// still up: a stalled server.
+func startStallingServer(t *testing.T, stall int64) *refusingServer {
 	t.Helper()
 	dir := t.TempDir()
 	_, hostPriv, _ := ed25519.GenerateKey(rand.Reader)
@@ -64,18 +73,20 @@ func startRefusingServer(t *testing.T) *refusingServer {
 			if err != nil {
 				return
 			}
-			wg.Go(func() { serveRefusing(conn, cfg) })
+			wg.Go(func() { serveRefusing(conn, cfg, stall) })
 		}
 	})
 	return s
 }
 
-func serveRefusing(conn net.Conn, cfg *ssh.ServerConfig) {
+func serveRefusing(conn net.Conn, cfg *ssh.ServerConfig, stall int64) {
 	defer conn.Close()
-	_, chans, reqs, err := ssh.NewServerConn(conn, cfg)
+	sc, chans, reqs, err := ssh.NewServerConn(conn, cfg)
 	if err != nil {
 		return
 	}
+	gone := make(chan struct{})
+	go func() { sc.Wait(); close(gone) }()
 	go ssh.DiscardRequests(reqs)
 	for nc := range chans {
 		ch, chReqs, err := nc.Accept()
@@ -89,7 +100,11 @@ func serveRefusing(conn net.Conn, cfg *ssh.ServerConfig) {
 				if req.Type == "subsystem" && ssh.Unmarshal(req.Payload, &p) == nil && p.Name == "sftp" {
 					req.Reply(true, nil)
 					go ssh.DiscardRequests(chReqs)
-					srv, err := sftp.NewServer(ch, sftp.ReadOnly())
+					var rwc io.ReadWriteCloser = ch
+					if stall > 0 {
+						rwc = &stallingChannel{Channel: ch, left: stall, gone: gone}
+					}
+					srv, err := sftp.NewServer(rwc, sftp.ReadOnly())
 					if err == nil {
 						srv.Serve()
 					}
@@ -140,4 +155,47 @@ func TestSFTPAutoOnRefusedExec(t *testing.T) {
 			assertSFTPTree(t, src, dst)
 		})
 	}
+}
+
+// stallingChannel stops writing, without closing, once left bytes are
+// written, until the connection is gone.
+type stallingChannel struct {
+	ssh.Channel
+	mu   sync.Mutex
+	left int64
+	gone <-chan struct{}
+}
+
+func (c *stallingChannel) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	stalled := c.left <= 0
+	c.left -= int64(len(p))
+	c.mu.Unlock()
+	if stalled {
+		<-c.gone
+		return 0, io.ErrClosedPipe
+	}
+	return c.Channel.Write(p)
+}
+
+// --timeout with --method sftp: a server that stops answering in the
+// middle of the files (its connection up) ends the run with the timeout
+// error (exit 30), not a hang, and leaves no temporary file.
+func TestSFTPIdleTimeout(t *testing.T) {
+	src := sftpAccount(t, t.TempDir(), "alice")
+	srv := startStallingServer(t, 400<<10)
+	dst := filepath.Join(t.TempDir(), "alice")
+	o := restore.Options{
+		Src:         "ssh://bob@" + net.JoinHostPort("127.0.0.1", strconv.Itoa(srv.port)) + src,
+		Dst:         dst,
+		Method:      restore.MethodSFTP,
+		Jobs:        1,
+		IdleTimeout: time.Second,
+		SSH:         transport.SSHOptions{ConfigFile: "none", Identities: []string{srv.identity}, KnownHosts: []string{srv.knownHosts}},
+	}
+	_, err := restore.Run(context.Background(), o)
+	if !errors.Is(err, transport.ErrTimeout) {
+		t.Fatalf("restore from a stalled SFTP server: %v; want the --timeout error", err)
+	}
+	assertNoTempFiles(t, dst)
 }
