@@ -454,3 +454,25 @@ func TestSFTPOwnerMaps(t *testing.T) {
 		})
 	}
 }
+
+// A SRC that is a file lands at DST/<name>, as with every method; a SRC
+// that is missing fails the run before DST is made.
+func TestSFTPFileSrc(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "alice")
+	TestDir{"wp-config.php": TestFile{Content: "<?php // config\n", Mode: 0o600}}.build(t, src)
+	truncateTimes(t, src)
+	srv := sftpOnly(t, "")
+	dst := filepath.Join(t.TempDir(), "restored")
+	rep := run(t, sftpOptions(srv, filepath.Join(src, "wp-config.php"), dst))
+	got, err := os.ReadFile(filepath.Join(dst, "wp-config.php"))
+	if err != nil || string(got) != "<?php // config\n" || rep.Files != 1 {
+		t.Errorf("DST/wp-config.php: %q, %v, %d files; want the file", got, err, rep.Files)
+	}
+	missing := filepath.Join(t.TempDir(), "missing")
+	if _, err := restore.Run(context.Background(), sftpOptions(srv, filepath.Join(src, "nope"), missing)); err == nil {
+		t.Errorf("a missing SRC: no error")
+	}
+	if _, err := os.Lstat(missing); err == nil {
+		t.Errorf("a missing SRC made DST")
+	}
+}
