@@ -224,6 +224,17 @@ type sftpConn struct {
 	// planned or finished is not timed out.
 	busy atomic.Int32
 	idle *transport.IdleWatch
+	// lost is why the connection ended (pkg/sftp's Wait), once it did.
+	lost atomic.Pointer[error]
+}
+
+// connLost is err, a request's failure on a connection that ended
+// (errConnLost), with why the connection ended and the remote's stderr.
+func (c *sftpConn) connLost(err error) error {
+	if p := c.lost.Load(); p != nil && *p != nil && !strings.Contains(err.Error(), (*p).Error()) {
+		err = fmt.Errorf("%w (%v)", err, *p)
+	}
+	return transport.WithStderr(c.s, err)
 }
 
 // wait marks a call to the server until the returned function runs.
@@ -295,6 +306,10 @@ func openSFTP(ctx context.Context, o Options, d transport.Dialer) (*sftpConn, er
 		return nil, transport.WithStderr(s, fmt.Errorf("%w: the remote does not speak SFTP on the %q subsystem: %w", transfer.ErrProtocol, sftpSubsystem, err))
 	}
 	sc.c = c
+	go func() {
+		err := c.Wait()
+		sc.lost.Store(&err)
+	}()
 	return sc, nil
 }
 
@@ -346,8 +361,9 @@ func (cs *sftpConns) fatal(ctx context.Context, err error) error {
 }
 
 // errConnLost marks the failure of an SFTP connection (not of one file):
-// it ends the run.
-var errConnLost = errors.New("SFTP connection lost")
+// it ends the run, as a broken stream of the raw method does (exit 12; a
+// rerun completes the restore).
+var errConnLost = fmt.Errorf("%w: SFTP connection lost", transport.ErrRemoteExited)
 
 // remoteErr sorts an error of an SFTP request: a status the server sent
 // (no such file, permission denied, a failure) is the file's; anything
@@ -396,7 +412,7 @@ func (cs *sftpConns) copyFiles(ctx context.Context, ob *observer, w *dest.Writer
 					e := &entries[i]
 					err := c.copyFile(gctx, ob, w, e, sftpJoin(cs.root, e.Path))
 					if errors.Is(err, errConnLost) {
-						return err
+						return c.connLost(err)
 					}
 					if gctx.Err() != nil {
 						return gctx.Err()

@@ -125,6 +125,9 @@ func (w *sftpWalker) work(ctx context.Context, cs *sftpConns, c *sftpConn) {
 		w.queue = append(w.queue, subdirs...)
 		if fatal != nil && w.fatal == nil {
 			w.fatal = fatal
+			if errors.Is(fatal, errConnLost) {
+				w.fatal = c.connLost(fatal)
+			}
 		}
 		w.mu.Unlock()
 		w.cond.Broadcast()

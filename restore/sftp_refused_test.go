@@ -36,12 +36,13 @@ type refusingServer struct {
 	knownHosts string
 }
 
-func startRefusingServer(t *testing.T) *refusingServer { return startStallingServer(t, 0) }
+func startRefusingServer(t *testing.T) *refusingServer { return startStallingServer(t, 0, false) }
 
 // startStallingServer is startRefusingServer whose SFTP sessions stop
-// sending once they have sent stall bytes (0: never), the connection
-// still up: a stalled server.
-func startStallingServer(t *testing.T, stall int64) *refusingServer {
+// sending once they have sent stall bytes (0: never): with drop, the
+// connection is closed then (a server that dies), else it stays up (a
+// stalled server).
+func startStallingServer(t *testing.T, stall int64, drop bool) *refusingServer {
 	t.Helper()
 	dir := t.TempDir()
 	_, hostPriv, _ := ed25519.GenerateKey(rand.Reader)
@@ -73,13 +74,13 @@ func startStallingServer(t *testing.T, stall int64) *refusingServer {
 			if err != nil {
 				return
 			}
-			wg.Go(func() { serveRefusing(conn, cfg, stall) })
+			wg.Go(func() { serveRefusing(conn, cfg, stall, drop) })
 		}
 	})
 	return s
 }
 
-func serveRefusing(conn net.Conn, cfg *ssh.ServerConfig, stall int64) {
+func serveRefusing(conn net.Conn, cfg *ssh.ServerConfig, stall int64, drop bool) {
 	defer conn.Close()
 	sc, chans, reqs, err := ssh.NewServerConn(conn, cfg)
 	if err != nil {
@@ -102,7 +103,11 @@ func serveRefusing(conn net.Conn, cfg *ssh.ServerConfig, stall int64) {
 					go ssh.DiscardRequests(chReqs)
 					var rwc io.ReadWriteCloser = ch
 					if stall > 0 {
-						rwc = &stallingChannel{Channel: ch, left: stall, gone: gone}
+						rwc = &stallingChannel{Channel: ch, left: stall, gone: gone, drop: func() {
+							if drop {
+								conn.Close()
+							}
+						}}
 					}
 					srv, err := sftp.NewServer(rwc, sftp.ReadOnly())
 					if err == nil {
@@ -164,6 +169,7 @@ type stallingChannel struct {
 	mu   sync.Mutex
 	left int64
 	gone <-chan struct{}
+	drop func() // called once the bytes are written
 }
 
 func (c *stallingChannel) Write(p []byte) (int, error) {
@@ -172,6 +178,7 @@ func (c *stallingChannel) Write(p []byte) (int, error) {
 	c.left -= int64(len(p))
 	c.mu.Unlock()
 	if stalled {
+		c.drop()
 		<-c.gone
 		return 0, io.ErrClosedPipe
 	}
@@ -183,7 +190,7 @@ func (c *stallingChannel) Write(p []byte) (int, error) {
 // error (exit 30), not a hang, and leaves no temporary file.
 func TestSFTPIdleTimeout(t *testing.T) {
 	src := sftpAccount(t, t.TempDir(), "alice")
-	srv := startStallingServer(t, 400<<10)
+	srv := startStallingServer(t, 400<<10, false)
 	dst := filepath.Join(t.TempDir(), "alice")
 	o := restore.Options{
 		Src:         "ssh://bob@" + net.JoinHostPort("127.0.0.1", strconv.Itoa(srv.port)) + src,
@@ -198,4 +205,30 @@ func TestSFTPIdleTimeout(t *testing.T) {
 		t.Fatalf("restore from a stalled SFTP server: %v; want the --timeout error", err)
 	}
 	assertNoTempFiles(t, dst)
+}
+
+// A server that dies in the middle of the files ends the run with an
+// error that says the remote side ended early (exit 12), the files done
+// in place and no temporary file; a rerun completes the restore.
+func TestSFTPConnectionDropThenRerun(t *testing.T) {
+	src := sftpAccount(t, t.TempDir(), "alice")
+	dying := startStallingServer(t, 2<<20, true)
+	dst := filepath.Join(t.TempDir(), "alice")
+	o := restore.Options{
+		Src:    "ssh://bob@" + net.JoinHostPort("127.0.0.1", strconv.Itoa(dying.port)) + src,
+		Dst:    dst,
+		Method: restore.MethodSFTP,
+		Jobs:   1,
+		SSH:    transport.SSHOptions{ConfigFile: "none", Identities: []string{dying.identity}, KnownHosts: []string{dying.knownHosts}},
+	}
+	_, err := restore.Run(context.Background(), o)
+	if !errors.Is(err, transport.ErrRemoteExited) {
+		t.Fatalf("restore from a server that died: %v; want an error wrapping ErrRemoteExited", err)
+	}
+	assertNoTempFiles(t, dst)
+	good := startRefusingServer(t)
+	o.Src = "ssh://bob@" + net.JoinHostPort("127.0.0.1", strconv.Itoa(good.port)) + src
+	o.SSH = transport.SSHOptions{ConfigFile: "none", Identities: []string{good.identity}, KnownHosts: []string{good.knownHosts}}
+	run(t, o)
+	assertSFTPTree(t, src, dst)
 }
