@@ -44,8 +44,20 @@ const (
 	sftpSubsystem = "sftp"
 	// sftpFilesPerConn is how many files are in flight on one SSH
 	// connection: enough to hide the round trips of the small files'
-	// open, read and close (three each) behind one another.
-	sftpFilesPerConn = 8
+	// open, read and close (three each) behind one another on a real
+	// link (16 files / 3 round trips of 20 ms: 260 files a second per
+	// connection).
+	sftpFilesPerConn = 16
+	// sftpBigPerConn is how many of a connection's files in flight may be
+	// large (over sftpBigBytes): each keeps up to 64 read requests of 32
+	// KiB outstanding (2 MiB of buffers), and two already fill the SSH
+	// channel's 2 MiB window.
+	sftpBigPerConn = 2
+	sftpBigBytes   = 1 << 20
+	// sftpWriteBufferBytes caps the safe writer's buffer per file in
+	// flight (--jobs × sftpFilesPerConn of them): reads arrive 32 KiB at
+	// a time, and a small file fits whole.
+	sftpWriteBufferBytes = 128 << 10
 	// sftpDirsPerConn is how many READDIRs the walk keeps in flight on
 	// one connection.
 	sftpDirsPerConn = 4
@@ -105,10 +117,11 @@ func runSFTP(ctx context.Context, o Options, src, dst transport.Location, rep *R
 		return conns.fatal(ctx, fmt.Errorf("file list: %w", err))
 	}
 	wo := o.writerOptions(sel)
-	wo.Owner.NumericIDs = true             // SFTP v3 has no names
-	wo.NoXattrs, wo.NoACLs = true, true    // nor xattrs and ACLs: DST's are kept
-	wo.MtimeSeconds = true                 // nor fractions of a second
-	wo.BlockSizeBytes = 1 << 62            // a file is read on one connection, concurrently
+	wo.Owner.NumericIDs = true          // SFTP v3 has no names
+	wo.NoXattrs, wo.NoACLs = true, true // nor xattrs and ACLs: DST's are kept
+	wo.MtimeSeconds = true              // nor fractions of a second
+	wo.BlockSizeBytes = 1 << 62         // a file is read on one connection, concurrently
+	wo.WriteBufferBytes = min(wo.WriteBufferBytes, sftpWriteBufferBytes)
 	w, err := dest.NewWriter(dst.Path, wo) // DST is created here
 	if err != nil {
 		return err
@@ -224,6 +237,7 @@ type sftpConn struct {
 	// planned or finished is not timed out.
 	busy atomic.Int32
 	idle *transport.IdleWatch
+	big  chan struct{} // a slot per large file in flight (sftpBigPerConn)
 	// lost is why the connection ended (pkg/sftp's Wait), once it did.
 	lost atomic.Pointer[error]
 }
@@ -284,7 +298,7 @@ func openSFTP(ctx context.Context, o Options, d transport.Dialer) (*sftpConn, er
 		return nil, err
 	}
 	s = transport.FirstByteTimeout(s, o.SSH.Timeout)
-	sc := &sftpConn{s: s}
+	sc := &sftpConn{s: s, big: make(chan struct{}, sftpBigPerConn)}
 	if o.IdleTimeout > 0 {
 		sc.idle = transport.StartIdleWatch(o.IdleTimeout, func() int64 { return sc.sent.Load() + sc.recv.Load() },
 			func() bool { return sc.busy.Load() > 0 }, func() { s.Close() })
@@ -439,6 +453,14 @@ func (cs *sftpConns) copyFiles(ctx context.Context, ob *observer, w *dest.Writer
 
 // copyFile reads e's file, remote on the server, and writes it through w.
 func (c *sftpConn) copyFile(ctx context.Context, ob *observer, w *dest.Writer, e *treewalk.Entry, remote string) error {
+	if e.Size > sftpBigBytes {
+		select {
+		case c.big <- struct{}{}:
+			defer func() { <-c.big }()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	defer c.wait()()
 	f, err := c.c.Open(remote)
 	if err != nil {
