@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -231,4 +232,92 @@ func TestSFTPConnectionDropThenRerun(t *testing.T) {
 	o.SSH = transport.SSHOptions{ConfigFile: "none", Identities: []string{good.identity}, KnownHosts: []string{good.knownHosts}}
 	run(t, o)
 	assertSFTPTree(t, src, dst)
+}
+
+// listenSFTP runs serve --listen's endpoint (transport.ListenAndServe)
+// in-process over root, with its sftp subsystem, and returns the SRC
+// prefix and SSH options that reach it.
+func listenSFTP(t *testing.T, root string) (string, transport.SSHOptions) {
+	t.Helper()
+	dir := t.TempDir()
+	writeKey := func(name string) ssh.PublicKey {
+		_, priv, _ := ed25519.GenerateKey(rand.Reader)
+		block, err := ssh.MarshalPrivateKey(priv, "")
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(block), 0o600))
+		signer, err := ssh.NewSignerFromKey(priv)
+		must(t, err)
+		return signer.PublicKey()
+	}
+	hostPub, clientPub := writeKey("host"), writeKey("id")
+	must(t, os.WriteFile(filepath.Join(dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub), 0o600))
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, stopped := make(chan net.Addr, 1), make(chan error, 1)
+	go func() {
+		stopped <- transport.ListenAndServe(ctx, transport.ListenConfig{
+			Addr: "127.0.0.1:0", HostKeyFile: filepath.Join(dir, "host"), AuthorizedKeysFile: filepath.Join(dir, "authorized_keys"),
+			Handler:  func(context.Context, transport.ServerSession) error { return errors.New("no agent in this test") },
+			SFTPRoot: root,
+			Ready:    func(a net.Addr) { ready <- a },
+		})
+	}()
+	var addr net.Addr
+	select {
+	case addr = <-ready:
+	case err := <-stopped:
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); <-stopped })
+	must(t, os.WriteFile(filepath.Join(dir, "known_hosts"), []byte(knownhosts.Line([]string{addr.String()}, hostPub)+"\n"), 0o600))
+	return "ssh://restore@" + addr.String(), transport.SSHOptions{ConfigFile: "none", Identities: []string{filepath.Join(dir, "id")}, KnownHosts: []string{filepath.Join(dir, "known_hosts")}}
+}
+
+// The same against serve --listen's SFTP subsystem: a hostile tree
+// (symlinks out of the root, odd names) restored as it is, nothing from
+// outside the root; Go's src/net interrupted then rerun to completion.
+func TestSFTPFromListenEndpoint(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	must(t, os.WriteFile(filepath.Join(base, "secret"), []byte("outside the root"), 0o600))
+	evil := filepath.Join(root, "evil")
+	TestDir{
+		"secret":      TestSymlink{Target: "../../secret"},
+		"etc":         TestSymlink{Target: "/etc"},
+		"new\nline":   TestFile{Content: "newline"},
+		"bad\xffutf8": TestFile{Content: "utf-8"},
+		"-rf":         TestFile{Content: "dash"},
+		"dir":         TestDir{"up": TestSymlink{Target: "../../.."}},
+	}.build(t, evil)
+	truncateTimes(t, evil)
+	netDir := filepath.Join(root, "net")
+	if out, err := exec.Command("cp", "-a", filepath.Join(runtimeGOROOT(t), "src", "net"), netDir).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v\n%s", err, out)
+	}
+	truncateTimes(t, netDir)
+	prefix, sshOpts := listenSFTP(t, root)
+
+	dst := filepath.Join(t.TempDir(), "evil")
+	rep := run(t, restore.Options{Src: prefix + "/evil", Dst: dst, Method: restore.MethodSFTP, SSH: sshOpts})
+	assertSFTPTree(t, evil, dst)
+	if rep.Symlinks != 3 || rep.Files != 3 {
+		t.Errorf("restored %d files, %d symlinks; want 3, 3", rep.Files, rep.Symlinks)
+	}
+	if _, err := restore.Run(context.Background(), restore.Options{Src: prefix + "/evil/secret", Dst: filepath.Join(t.TempDir(), "x"), Method: restore.MethodSFTP, SSH: sshOpts}); err == nil {
+		t.Errorf("SRC /evil/secret (a symlink out of the root) restored")
+	}
+
+	dst = filepath.Join(t.TempDir(), "net")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o := restore.Options{Src: prefix + "/net", Dst: dst, Method: restore.MethodSFTP, SSH: sshOpts, Progress: &cancelAfter{n: 40, cancel: cancel}}
+	if _, err := restore.Run(ctx, o); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v; want context.Canceled", err)
+	}
+	assertNoTempFiles(t, dst)
+	o.Progress = nil
+	again := run(t, o)
+	assertSFTPTree(t, netDir, dst)
+	if again.Skipped < 40 {
+		t.Errorf("rerun found %d files up to date; the interrupted run had placed at least 40", again.Skipped)
+	}
 }
