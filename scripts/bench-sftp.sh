@@ -3,17 +3,21 @@
 # in one run, over one OpenSSH sshd on loopback (its internal-sftp for SFTP,
 # the agent BIN for raw), on the hosting and smallfiles profiles: each
 # restore runs RUNS times into a fresh DST and the median wall time is
-# printed, with MB/s of the tree's payload. Needs root (sshd) and
+# printed, with MB/s of the tree's payload. With DELAY (e.g. 500us) the
+# clients reach sshd through 'restoresync bench relay', which adds DELAY
+# each way (the lab's link without its rate limit). Needs root (sshd) and
 # /usr/sbin/sshd, ssh-keygen, sftp.
 #
-#   scripts/bench-sftp.sh [BIN [SCALE [RUNS]]]    (defaults: bin/restoresync 0.1 3)
+#   [DELAY=500us] scripts/bench-sftp.sh [BIN [SCALE [RUNS]]]    (defaults: bin/restoresync 0.1 3)
 set -euo pipefail
 bin=$(realpath "${1:-bin/restoresync}")
 scale=${2:-0.1}
 runs=${3:-3}
 work=$(mktemp -d /tmp/restoresync-bench-sftp.XXXXXX)
 sshd=
+relay=
 cleanup() {
+	[ -n "$relay" ] && kill "$relay" 2>/dev/null && wait "$relay" 2>/dev/null
 	[ -n "$sshd" ] && kill "$sshd" 2>/dev/null && wait "$sshd" 2>/dev/null
 	rm -rf "$work"
 }
@@ -45,6 +49,15 @@ for _ in $(seq 100); do
 	(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
 	sleep 0.05
 done
+if [ -n "${DELAY:-}" ]; then
+	"$bin" bench relay --listen 127.0.0.1:0 --to "127.0.0.1:$port" --delay "$DELAY" 2>"$work/relay.log" &
+	relay=$!
+	for _ in $(seq 100); do
+		grep -q '^relay: ' "$work/relay.log" 2>/dev/null && break
+		sleep 0.05
+	done
+	port=$(sed -n 's/^relay: 127.0.0.1:\([0-9]*\) .*/\1/p' "$work/relay.log")
+fi
 echo "[127.0.0.1]:$port $(cut -d' ' -f1,2 "$work/host_key.pub")" >"$work/known_hosts"
 user=$(id -un)
 conn=(-F none -i "$work/id" --known-hosts "$work/known_hosts")
