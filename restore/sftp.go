@@ -108,9 +108,7 @@ func runSFTP(ctx context.Context, o Options, src, dst transport.Location, rep *R
 		if conns.dialErr != nil {
 			o.Warnf("not all %d SFTP connections could be opened: %v", o.Jobs, conns.dialErr)
 		}
-		if msg := sftpLosses(o); msg != "" {
-			o.Warnf("%s", msg)
-		}
+		o.Warnf("%s", sftpLosses(o))
 	}
 	list, err := sftpList(ctx, conns, src.Path, filter)
 	if err != nil {
@@ -133,16 +131,18 @@ func runSFTP(ctx context.Context, o Options, src, dst transport.Location, rep *R
 }
 
 // sftpLosses is the warning a run starts with: what SFTP version 3 cannot
-// carry, of what the options would otherwise restore; "" when nothing.
+// carry of what the options would otherwise restore.
 func sftpLosses(o Options) string {
-	lost := []string{"mtimes to the second", "hardlinks (each name restored as a separate file)"}
+	var carries []string
 	if !o.Writer.Owner.NumericIDs && o.Writer.Owner.Chown == "" {
-		lost = append([]string{"owners as numeric ids only (--numeric-ids)"}, lost...)
+		carries = append(carries, "owners as numeric ids only (--numeric-ids semantics)")
 	}
+	carries = append(carries, "mtimes to the second", "no hardlinks (each name is restored as a file of its own)")
 	if !o.Writer.NoXattrs || !o.Writer.NoACLs {
-		lost = append(lost, "no extended attributes or ACLs (DST's are kept)")
+		carries = append(carries, "no extended attributes or ACLs (DST's are kept)")
 	}
-	return "--method sftp: SFTP version 3 carries " + strings.Join(lost, ", ") + "; no deltas"
+	carries = append(carries, "no deltas")
+	return "--method sftp: SFTP version 3 carries " + strings.Join(carries, ", ")
 }
 
 // runSFTPList restores list into w: itemize (--dry-run, -i), plan (the
