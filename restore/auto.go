@@ -40,7 +40,7 @@ func runAuto(ctx context.Context, o Options, src, dst transport.Location, rep *R
 		}
 		rep.Method, rep.MethodReason = string(MethodRaw), "selection options ("+o.selectionFlags()+"): raw, the method that does them all"
 		err := runRaw(ctx, o, src, dst, rep)
-		if sftpSelection(o) && noCommands(err) {
+		if sftpSelection(o) && noAgentAnswer(err, rep) {
 			if reason := sftpOnlyReason(ctx, o, src, err); reason != "" {
 				return autoSFTP(ctx, o, src, dst, rep, err, reason)
 			}
@@ -57,7 +57,7 @@ func runAuto(ctx context.Context, o Options, src, dst transport.Location, rep *R
 		if !local {
 			rep.MethodReason = rawReason(err, rep)
 		}
-		if err == nil || !src.Remote() || o.Dialer != nil || !noCommands(err) {
+		if err == nil || !src.Remote() || o.Dialer != nil || !noAgentAnswer(err, rep) {
 			return err
 		}
 		if reason := sftpOnlyReason(ctx, o, src, err); reason != "" {
@@ -96,6 +96,15 @@ func runAuto(ctx context.Context, o Options, src, dst transport.Location, rep *R
 // SFTP-only server's: no agent answered, or the command was refused.
 func noCommands(err error) bool {
 	return agentMissing(err) || errors.Is(err, transport.ErrCommandRefused)
+}
+
+// noAgentAnswer reports whether err, raw's failure with rep, may be an
+// SFTP-only server's: noCommands, or the remote command exited before
+// the agent said anything (internal-sftp's message and exit may beat the
+// handshake, which then sees only the exit).
+func noAgentAnswer(err error, rep *Report) bool {
+	return noCommands(err) ||
+		errors.Is(err, transport.ErrRemoteExited) && rep.WireBytes == 0 && !errors.As(err, new(*transfer.RemoteError))
 }
 
 // sftpSelection reports whether the sftp method does every selection

@@ -37,13 +37,29 @@ type refusingServer struct {
 	knownHosts string
 }
 
-func startRefusingServer(t *testing.T) *refusingServer { return startStallingServer(t, 0, false) }
+func startRefusingServer(t *testing.T) *refusingServer { return startServer(t, serverOpts{}) }
 
-// startStallingServer is startRefusingServer whose SFTP sessions stop
-// sending once they have sent stall bytes (0: never): with drop, the
-// connection is closed then (a server that dies), else it stays up (a
-// stalled server).
+// serverOpts vary the in-process server of startServer.
+type serverOpts struct {
+	// stall stops the SFTP sessions' output once they have sent that many
+	// bytes (0: never); with drop, the connection is closed then (a
+	// server that dies), else it stays up (a stalled server).
+	stall int64
+	drop  bool
+	// internalSFTP accepts exec requests as internal-sftp does, answering
+	// "This service allows sftp connections only." and exit status 1,
+	// except that the agent's command exits at once without a word (the
+	// exit beating the message, as it may on a loaded host).
+	internalSFTP bool
+}
+
+// startStallingServer is startServer with stall and drop.
 func startStallingServer(t *testing.T, stall int64, drop bool) *refusingServer {
+	return startServer(t, serverOpts{stall: stall, drop: drop})
+}
+
+// startServer starts the in-process SSH server (see refusingServer) with o.
+func startServer(t *testing.T, o serverOpts) *refusingServer {
 	t.Helper()
 	dir := t.TempDir()
 	_, hostPriv, _ := ed25519.GenerateKey(rand.Reader)
@@ -75,13 +91,13 @@ func startStallingServer(t *testing.T, stall int64, drop bool) *refusingServer {
 			if err != nil {
 				return
 			}
-			wg.Go(func() { serveRefusing(conn, cfg, stall, drop) })
+			wg.Go(func() { serveRefusing(conn, cfg, o) })
 		}
 	})
 	return s
 }
 
-func serveRefusing(conn net.Conn, cfg *ssh.ServerConfig, stall int64, drop bool) {
+func serveRefusing(conn net.Conn, cfg *ssh.ServerConfig, o serverOpts) {
 	defer conn.Close()
 	sc, chans, reqs, err := ssh.NewServerConn(conn, cfg)
 	if err != nil {
@@ -103,9 +119,9 @@ func serveRefusing(conn net.Conn, cfg *ssh.ServerConfig, stall int64, drop bool)
 					req.Reply(true, nil)
 					go ssh.DiscardRequests(chReqs)
 					var rwc io.ReadWriteCloser = ch
-					if stall > 0 {
-						rwc = &stallingChannel{Channel: ch, left: stall, gone: gone, drop: func() {
-							if drop {
+					if o.stall > 0 {
+						rwc = &stallingChannel{Channel: ch, left: o.stall, gone: gone, drop: func() {
+							if o.drop {
 								conn.Close()
 							}
 						}}
@@ -114,6 +130,15 @@ func serveRefusing(conn net.Conn, cfg *ssh.ServerConfig, stall int64, drop bool)
 					if err == nil {
 						srv.Serve()
 					}
+					return
+				}
+				var cmd struct{ Command string }
+				if req.Type == "exec" && o.internalSFTP && ssh.Unmarshal(req.Payload, &cmd) == nil {
+					req.Reply(true, nil)
+					if !strings.Contains(cmd.Command, "serve --stdio") {
+						io.WriteString(ch, "This service allows sftp connections only.\n")
+					}
+					ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{1}))
 					return
 				}
 				if req.WantReply {
@@ -320,4 +345,23 @@ func TestSFTPFromListenEndpoint(t *testing.T) {
 	if again.Skipped < 40 {
 		t.Errorf("rerun found %d files up to date; the interrupted run had placed at least 40", again.Skipped)
 	}
+}
+
+// --method auto when the agent's command exits before a word reaches the
+// handshake (internal-sftp's message lost in the race with its exit):
+// a probe command sees the message, and the sftp subsystem answers, so
+// auto still uses sftp.
+func TestSFTPAutoWhenTheMessageIsLost(t *testing.T) {
+	src := sftpAccount(t, t.TempDir(), "alice")
+	srv := startServer(t, serverOpts{internalSFTP: true})
+	dst := filepath.Join(t.TempDir(), "alice")
+	rep := run(t, restore.Options{
+		Src: "ssh://bob@" + net.JoinHostPort("127.0.0.1", strconv.Itoa(srv.port)) + src,
+		Dst: dst,
+		SSH: transport.SSHOptions{ConfigFile: "none", Identities: []string{srv.identity}, KnownHosts: []string{srv.knownHosts}},
+	})
+	if rep.Method != "sftp" || !strings.Contains(rep.MethodReason, "sftp connections only") {
+		t.Errorf("auto chose %q (%q); want sftp", rep.Method, rep.MethodReason)
+	}
+	assertSFTPTree(t, src, dst)
 }
