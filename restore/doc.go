@@ -1,7 +1,7 @@
 // Package restore runs restores: it joins a source and a destination, one
 // of which may be remote ([user@]host:PATH), and makes the destination
 // (DST) hold the source's tree (SRC), with owners, modes, times, links,
-// extended attributes and holes, by one of four methods. Run is the entry
+// extended attributes and holes, by one of five methods. Run is the entry
 // point (run.go): Options say what to restore and how, the Report says
 // what was done, and the error what ended the run early.
 //
@@ -57,9 +57,16 @@
 // links and directories. --timeout for protocol 27: rsync_timeout.go. Pull
 // only.
 //
+// sftp (sftp.go): pull from any SFTP server (SFTP version 3, pkg/sftp):
+// a READDIR walk over -j SSH connections into a file list (sftp_list.go),
+// then the same Itemize, Plan (quick check to the second), Delete, data and
+// Finish through dest.Writer as raw; numeric owners, whole-second mtimes,
+// no hardlinks, xattrs, ACLs or deltas. Pull only.
+//
 // auto (auto.go): raw when the agent answers or both sides are local;
-// without an agent, rsync when DST already holds files, else tar; the
-// reason is in Report.MethodReason.
+// without an agent, rsync when DST already holds files, else tar; sftp
+// when the remote allows SFTP only (sftp_detect.go); the reason is in
+// Report.MethodReason.
 //
 // The safe writer (package restore/dest) is the only code that writes into
 // DST, for every method; its guarantees (nothing outside DST, no DST
@@ -104,7 +111,10 @@
 // — agent-less tar; tar_input.go — a tar archive as SRC, decompressed;
 // rsync.go — MethodRsync, runRsync, rsyncPull; rsync_list.go — the
 // agent-less file list from GNU find; rsync_timeout.go — --timeout with
-// protocol 27 (genrLog); auto.go — MethodAuto, runAuto; selection.go — SRCs,
+// protocol 27 (genrLog); sftp.go — MethodSFTP, runSFTP, the SFTP
+// connections and the file copies; sftp_list.go — the parallel SFTP walk;
+// sftp_detect.go — recognising an SFTP-only remote for auto; auto.go —
+// MethodAuto, runAuto; selection.go — SRCs,
 // -R, --files-from, filters into a transfer.Selection; receiver.go —
 // NewSink, a push's receiver, and the WriterOptions ↔ transfer.ReceiverOptions
 // conversions; tar_extract.go — the dest.Extractor of the tar method's

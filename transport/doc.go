@@ -14,9 +14,11 @@
 //	                         connections (restore --accounts)
 //	NewRshDialer(loc, opts)  -e COMMAND: one process per stream (rsync's --rsh)
 //	d.WithCommand(cmd)       the same host, another remote command (agent-less tar, rsync)
+//	d.WithSubsystem("sftp")  the same host, an SSH subsystem instead (the sftp method)
 //	LimitDialer(d, lim)      --bwlimit: the streams share one token bucket
 //	ListenAndServe(cfg)      serve --listen: a read-only SSH endpoint that runs
-//	                         cfg.Handler for each "serve --stdio" session
+//	                         cfg.Handler for each "serve --stdio" session, and
+//	                         serves the sftp subsystem read-only (cfg.SFTPRoot)
 //
 // and the wrappers a caller puts around a Stream: FirstByteTimeout (the
 // setup of a remote command, --contimeout), IdleTimeoutStream and
@@ -30,7 +32,7 @@
 // known_hosts (StrictHostKeyChecking is always on). Errors say which peer
 // and which step failed and wrap the sentinels of errors.go: ErrConnect
 // (exit 255, as rsync), ErrHostKey, ErrRemoteExited (exit 12), ErrTimeout
-// (exit 30).
+// (exit 30); ErrCommandRefused and ErrSubsystemRefused (with ErrConnect).
 //
 // An interrupted stream leaves nothing behind here: closing it closes the
 // SSH connection or stops the -e program (SIGTERM, then SIGKILL), so the
@@ -41,8 +43,10 @@
 // client's dialer and its bounded setup; sshstream.go — its streams and
 // keepalives; sshmux.go — SSHMux, streams as sessions on shared
 // connections; hostkeyerror.go — HostKeyError; sshconfig.go — ssh_config,
-// known_hosts and keys for it; rsh.go — the -e program dialer; listen.go — the serve
-// --listen endpoint; shellword.go — SplitCommandLine and ShellQuote;
+// known_hosts and keys for it; rsh.go — the -e program dialer;
+// subsystem.go — SubsystemDialer, refused commands and subsystems;
+// listen.go — the serve --listen endpoint; listen_sftp.go — its read-only
+// SFTP server over an os.Root; shellword.go — SplitCommandLine and ShellQuote;
 // awaiting.go — what a setup that timed out was waiting for; firstbyte.go
 // — FirstByteTimeout; idle.go — IdleWatch and IdleTimeoutStream;
 // bwlimit.go — Limiter and LimitDialer; count.go — counting readers and

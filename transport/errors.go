@@ -34,3 +34,14 @@ var ErrTimeout = errors.New("timeout in data send/receive")
 // ErrDaemonSyntax is returned by ParseLocation for rsync daemon addresses
 // ("host::module", "rsync://host/module"), which restoresync does not speak.
 var ErrDaemonSyntax = errors.New("rsync daemon syntax is not supported")
+
+// ErrCommandRefused marks, with ErrConnect, a server that refused to run a
+// command at all (its reply to the SSH exec request was a failure), as
+// SFTP-only servers do; a subsystem may still answer there (see
+// SubsystemDialer). Check with errors.Is.
+var ErrCommandRefused = errors.New("the SSH server refused to run a command")
+
+// ErrSubsystemRefused marks, with ErrConnect, a server that refused the
+// subsystem asked for (no "sftp" subsystem configured). Check with
+// errors.Is.
+var ErrSubsystemRefused = errors.New("the SSH server refused the subsystem")

@@ -39,6 +39,9 @@ type ServerSession struct {
 	// User is the name the client authenticated as; any name is accepted
 	// for a key in the authorized_keys file.
 	User string
+	// Subsystem is the subsystem the client asked for ("sftp"), or "" for
+	// an exec of "serve --stdio" (the only sessions Handler is given).
+	Subsystem string
 }
 
 // ListenConfig configures ListenAndServe, the built-in read-only SSH
@@ -61,6 +64,10 @@ type ListenConfig struct {
 	// stderr and sends exit status 1. Called concurrently for concurrent
 	// sessions. Required.
 	Handler func(ctx context.Context, s ServerSession) error
+	// SFTPRoot, when not "", is served read-only as the "sftp" subsystem
+	// (listen_sftp.go): "/" is this directory, and no path or symlink
+	// leads out of it. "" refuses the subsystem.
+	SFTPRoot string
 	// Ready, if set, is called with the bound address once the listener
 	// is up (useful with port 0).
 	Ready func(addr net.Addr)
@@ -74,8 +81,9 @@ type ListenConfig struct {
 // ends, then closes the listener and all connections, waits for handlers
 // to return, and returns nil. Only public-key authentication against
 // cfg.AuthorizedKeysFile is accepted, and only "session" channels whose
-// exec command ends in "serve --stdio"; shells, subsystems, other commands
-// get a message on stderr and exit status 1, and pty requests are refused.
+// exec command ends in "serve --stdio" or, with cfg.SFTPRoot, that ask for
+// the "sftp" subsystem; shells, other subsystems and commands get a
+// message on stderr and exit status 1, and pty requests are refused.
 // Errors: bad config, unreadable keys, a listen failure, or a fatal accept
 // error.
 func ListenAndServe(ctx context.Context, cfg ListenConfig) error {
@@ -97,6 +105,14 @@ func ListenAndServe(ctx context.Context, cfg ListenConfig) error {
 	if err != nil {
 		return err
 	}
+	sftpRoot, err := openSFTPRoot(cfg.SFTPRoot)
+	if err != nil {
+		return err
+	}
+	if sftpRoot != nil {
+		defer sftpRoot.Close()
+	}
+	handler := sessionHandler(cfg, sftpRoot)
 	sc := &ssh.ServerConfig{
 		Config:        ssh.Config{Ciphers: sshCiphers},
 		ServerVersion: serverVersion,
@@ -156,7 +172,7 @@ func ListenAndServe(ctx context.Context, cfg ListenConfig) error {
 			continue
 		}
 		backoff = 5 * time.Millisecond
-		wg.Go(func() { serveConn(ctx, conn, sc, cfg.Handler, logf) })
+		wg.Go(func() { serveConn(ctx, conn, sc, handler, logf) })
 	}
 }
 
@@ -289,7 +305,21 @@ func serveSession(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request,
 			}
 			runHandler(ctx, ch, reqs, user, h, logf, remote)
 			return
-		case "shell", "subsystem":
+		case "subsystem":
+			var p struct{ Name string }
+			if err := ssh.Unmarshal(req.Payload, &p); err != nil {
+				req.Reply(false, nil)
+				continue
+			}
+			req.Reply(true, nil)
+			logf("%s: %s: subsystem %q", remote, user, p.Name)
+			sub := func(ctx context.Context, s ServerSession) error {
+				s.Subsystem = p.Name
+				return h(ctx, s)
+			}
+			runHandler(ctx, ch, reqs, user, sub, logf, remote)
+			return
+		case "shell":
 			req.Reply(true, nil)
 			logf("%s: %s: refused %s request", remote, user, req.Type)
 			refuseSession(ch, req.Type+" requests are not supported; this endpoint only runs \"restoresync serve --stdio\"")

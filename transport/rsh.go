@@ -171,6 +171,10 @@ func (s *rshStream) endError() error {
 		if strings.Contains(s.Stderr(), "Host key verification failed") {
 			kind = ErrHostKey // OpenSSH's words for an unknown or changed key
 		}
+		if strings.Contains(s.Stderr(), "exec request failed") {
+			// OpenSSH's words for a refused exec request.
+			return fmt.Errorf("%w: %w: %s exited with status 255 before any output%s", kind, ErrCommandRefused, s.display, StderrSuffix(s.Stderr()))
+		}
 		return fmt.Errorf("%w: %s exited with status 255 before any output%s", kind, s.display, StderrSuffix(s.Stderr()))
 	case errors.As(err, &ee):
 		return fmt.Errorf("%w: %s: remote command failed: %s%s", ErrRemoteExited, s.display, ee.ProcessState, StderrSuffix(s.Stderr()))

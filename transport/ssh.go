@@ -61,6 +61,7 @@ type sshDialer struct {
 	skipped     []string         // notes on keys that could not be used
 	agentSock   string           // "" means no agent
 	command     string
+	subsystem   string // when not "", requested instead of command (WithSubsystem)
 	timeout     time.Duration
 	keepalive   time.Duration
 	// keepaliveMax is how many keepalives may go unanswered in a row
@@ -399,8 +400,14 @@ func (d *sshDialer) start(client *ssh.Client, own bool) (*sshStream, error) {
 		return fail("stdout", err)
 	}
 	s.session.Stderr = s.stderr
+	if d.subsystem != "" {
+		if err := s.session.RequestSubsystem(d.subsystem); err != nil {
+			return nil, d.subsystemRefused(client, err)
+		}
+		return s, nil
+	}
 	if err := s.session.Start(d.command); err != nil {
-		return fail(fmt.Sprintf("start %q", d.command), err)
+		return fail(fmt.Sprintf("start %q", d.command), commandRefused(err))
 	}
 	return s, nil
 }

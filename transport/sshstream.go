@@ -79,6 +79,10 @@ func (s *sshStream) endError() error {
 		return fmt.Errorf("%w: %s: remote %s exited with %s%s", ErrRemoteExited, s.display, commandName(s.command), how, StderrSuffix(s.Stderr()))
 	case errors.As(s.waitErr, &me):
 		return fmt.Errorf("%w: %s: connection closed before the remote command exited%s", ErrConnect, s.display, StderrSuffix(s.Stderr()))
+	case s.waitErr.Error() == "ssh: session not started":
+		// A subsystem's session (WithSubsystem): x/crypto/ssh has no exit
+		// status to wait for there, only the channel's end.
+		return fmt.Errorf("%w: %s: the server ended the %s%s", ErrRemoteExited, s.display, s.command, StderrSuffix(s.Stderr()))
 	default:
 		return fmt.Errorf("%s: remote %s: %w", s.display, commandName(s.command), s.waitErr)
 	}

@@ -70,7 +70,8 @@ format, and writes nothing.
 SRC and DST are PATH, [user@]host:PATH or ssh://[user@]host[:port]/PATH; at
 most one is remote. The remote host runs restoresync (on its PATH, see
 --remote-path) or is a 'restoresync serve --listen' endpoint; without it,
-the default method (auto) pulls with the remote's own tar or rsync.
+the default method (auto) pulls with the remote's own tar or rsync, or over
+SFTP (--method sftp) when the remote allows SFTP only.
 
 Files already in DST with the same size and mtime are skipped (rsync's
 quick check), so a rerun after an interruption sends only what is missing.

@@ -36,7 +36,10 @@ the remote host over SSH. Paths are relative to the login directory, or to
 --listen ADDR runs a built-in, read-only SSH endpoint that serves only what is
 under --root: a client's path is taken relative to it
 (ssh://user@host:2222/alice is ROOT/alice) and a path that would leave it is
-refused. Clients authenticate with a key from --authorized-keys.`,
+refused. It also serves the SSH "sftp" subsystem, read-only, under the same
+--root and keys (no path or symlink leads out of it, every write is refused):
+browse a snapshot with sftp or FileZilla, or restore with --method sftp.
+Clients authenticate with a key from --authorized-keys.`,
 		Example: `  # a backup server without sshd setup
   restoresync serve --listen 0.0.0.0:2222 --root /snapshots \
       --authorized-keys /etc/restoresync/authorized_keys --host-key /etc/restoresync/host_key
@@ -75,6 +78,7 @@ func runServe(ctx context.Context, cmd *cobra.Command, o *serveOptions) error {
 			Addr:               o.listen,
 			HostKeyFile:        o.hostKey,
 			AuthorizedKeysFile: o.authorizedKeys,
+			SFTPRoot:           o.root,
 			Handler: func(ctx context.Context, s transport.ServerSession) error {
 				return transfer.Serve(ctx, s.Stdin, s.Stdout, cfg)
 			},

@@ -154,7 +154,7 @@ func TestCompletionShellsAndValues(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"restore", "--method", ""}, []string{"auto", "raw", "rsync", "tar"}},
+		{[]string{"restore", "--method", ""}, []string{"auto", "raw", "rsync", "sftp", "tar"}},
 		{[]string{"restore", "--compress", ""}, []string{"gzip", "lz4", "none", "zstd"}},
 		{[]string{"restore", "--progress", ""}, []string{"auto", "bar", "none", "plain"}},
 		{[]string{"config", "show", "--log-format", ""}, []string{"json", "text"}},

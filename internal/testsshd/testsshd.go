@@ -55,11 +55,25 @@ type Server struct {
 
 	dir     string
 	logFile string // sshd's stderr
+	extra   string // StartConfig's lines, at the end of sshd_config
 }
 
 // Start starts sshd and stops it when t ends. It skips t (or fails it in
 // CI) when sshd is not installed, and fails t when sshd cannot start.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartConfig(t, "")
+}
+
+// SFTPSubsystem is the sshd_config line that serves the "sftp" subsystem
+// in sshd's own process (no sftp-server binary needed), for StartConfig.
+const SFTPSubsystem = "Subsystem sftp internal-sftp"
+
+// StartConfig is Start with extra lines at the end of sshd_config, after
+// the settings Start writes: a Subsystem line (SFTPSubsystem), or a Match
+// block (Match User, ForceCommand internal-sftp, ChrootDirectory: see
+// ChrootDir), which must come last.
+func StartConfig(t testing.TB, extra string) *Server {
 	t.Helper()
 	if _, err := os.Stat(SSHDPath); err != nil {
 		if os.Getenv("CI") != "" || os.Getenv("RESTORESYNC_REQUIRE_SSHD") == "1" {
@@ -77,6 +91,7 @@ func Start(t testing.TB) *Server {
 		KnownHostsFile: filepath.Join(dir, "known_hosts"),
 		IdentityFile:   filepath.Join(dir, "id_ed25519"),
 		dir:            dir,
+		extra:          extra,
 	}
 	hostKeyFile := filepath.Join(dir, "ssh_host_ed25519_key")
 	hostKey := writeKey(t, hostKeyFile, newEd25519(t))
@@ -137,6 +152,9 @@ LogLevel ERROR
 	if penaltiesSupported() {
 		// Failed logins in tests must not lock out the next connections.
 		cfg += "PerSourcePenalties no\n"
+	}
+	if s.extra != "" {
+		cfg += strings.TrimSpace(s.extra) + "\n"
 	}
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatalf("testsshd: %v", err)
@@ -290,4 +308,21 @@ func penaltiesSupported() bool { return penalties() }
 func (s *Server) log() string {
 	b, _ := os.ReadFile(s.logFile)
 	return strings.TrimSpace(string(b))
+}
+
+// ChrootDir makes an empty directory that sshd accepts as a
+// ChrootDirectory (owned by root, and so is every directory on its path,
+// none writable by group or others: not under /tmp), and removes it with
+// its contents when t ends. It is under /run.
+func ChrootDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/run", "testsshd-chroot-")
+	if err != nil {
+		t.Fatalf("testsshd: chroot directory: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatalf("testsshd: %v", err)
+	}
+	return dir
 }

@@ -46,15 +46,24 @@ func (w *Writer) upToDateMember(e *treewalk.Entry, members []string) (member str
 // with all its metadata (nodeUpToDate).
 func (w *Writer) holds(dirfd int, base string, st *unix.Stat_t, e *treewalk.Entry) bool {
 	if e.Kind == treewalk.KindFile {
-		return quickMatch(st, e)
+		return w.quickMatch(st, e)
 	}
 	return w.nodeUpToDate(dirfd, base, st, e)
 }
 
 // quickMatch reports whether st, what DST holds at e's path, is a regular
 // file that passes the quick check against e.
-func quickMatch(st *unix.Stat_t, e *treewalk.Entry) bool {
-	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == e.Size && st.Mtim.Nano() == e.MtimeNs
+func (w *Writer) quickMatch(st *unix.Stat_t, e *treewalk.Entry) bool {
+	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == e.Size && w.sameMtime(st, e)
+}
+
+// sameMtime reports whether st has e's mtime: to the nanosecond, or to
+// the second with WriterOptions.MtimeSeconds.
+func (w *Writer) sameMtime(st *unix.Stat_t, e *treewalk.Entry) bool {
+	if w.opts.MtimeSeconds {
+		return st.Mtim.Sec == floorSec(e.MtimeNs)
+	}
+	return st.Mtim.Nano() == e.MtimeNs
 }
 
 // nodeUpToDate reports whether st, what DST holds as base in dirfd, is
@@ -63,7 +72,7 @@ func quickMatch(st *unix.Stat_t, e *treewalk.Entry) bool {
 // that Finish leaves it alone.
 func (w *Writer) nodeUpToDate(dirfd int, base string, st *unix.Stat_t, e *treewalk.Entry) bool {
 	uid, gid, mode := w.policy.Resolve(e)
-	if st.Mode&unix.S_IFMT != kindMode(e.Kind) || st.Mtim.Nano() != e.MtimeNs || w.chown && (int(st.Uid) != uid || int(st.Gid) != gid) {
+	if st.Mode&unix.S_IFMT != kindMode(e.Kind) || !w.sameMtime(st, e) || w.chown && (int(st.Uid) != uid || int(st.Gid) != gid) {
 		return false
 	}
 	switch e.Kind {

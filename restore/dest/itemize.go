@@ -206,7 +206,7 @@ func (w *Writer) attrFlags(st *unix.Stat_t, dirfd int, base string, e *treewalk.
 		if st.Size != e.Size {
 			flags[3], y = 's', '>'
 		}
-		if st.Mtim.Nano() != e.MtimeNs {
+		if !w.sameMtime(st, e) {
 			y = '>'
 		}
 	case treewalk.KindSymlink:
@@ -218,7 +218,7 @@ func (w *Writer) attrFlags(st *unix.Stat_t, dirfd int, base string, e *treewalk.
 			flags[2], y = 'c', 'c'
 		}
 	}
-	if st.Mtim.Nano() != e.MtimeNs {
+	if !w.sameMtime(st, e) {
 		flags[4] = 't'
 	}
 	t := pathTarget(dirfd, base)

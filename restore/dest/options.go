@@ -52,6 +52,13 @@ type WriterOptions struct {
 	// and whatever DST holds there is left alone.
 	NoSpecials bool
 	NoDevices  bool
+
+	// MtimeSeconds compares mtimes to the second, for a source whose
+	// times have no fraction (SFTP version 3, the sftp method): Plan's
+	// quick check, Itemize's 't' and the up-to-date test of symlinks and
+	// special files take a DST entry whose mtime falls in the listed
+	// second as having the listed mtime. Off: to the nanosecond.
+	MtimeSeconds bool
 }
 
 // ApplyDefaults fills the zero fields of o with their defaults (NewWriter

@@ -14,7 +14,8 @@ import (
 // directories, each with its final owner and its interim mode (see
 // mkdirOwned; anything else in the way, a planted symlink included, is
 // replaced), runs rsync's quick check on regular files
-// (same size and mtime to the nanosecond: up to date, only its owner and
+// (same size and mtime to the nanosecond, or to the second with
+// WriterOptions.MtimeSeconds: up to date, only its owner and
 // mode are corrected), and prepares the temporary files of needed files
 // larger than the block size. It returns the indices of the needed files
 // and, with WriterOptions.Delta, the signatures of those that DST holds as
@@ -142,7 +143,7 @@ func (w *Writer) check(cur *dirCursor, e *treewalk.Entry, followers []string) (n
 	} else {
 		st, err = lstatAt(dirfd, base)
 	}
-	if err == nil && quickMatch(&st, e) {
+	if err == nil && w.quickMatch(&st, e) {
 		return false, 0, w.fixMeta(dirfd, base, &st, e)
 	}
 	if err != nil && err != unix.ENOENT {
