@@ -43,8 +43,13 @@ const (
 	autoLinkBound = 0.2
 	// autoSwitchGain is how much faster (predicted time per byte) another
 	// rung must be to be switched to: measurements are noisy, and a switch
-	// on a 5% difference would flap.
-	autoSwitchGain = 0.9
+	// on a 1% difference would flap; the zstd levels' ratios differ by
+	// less than 10%, which on a slow link is what a higher level is for.
+	autoSwitchGain = 0.95
+	// autoCPUWeight is what a ns of compression costs beyond its share
+	// of the stream's time: the CPU it takes from the other streams, ssh
+	// and the far side, so that of two rungs as fast the cheaper wins.
+	autoCPUWeight = 0.1
 	// autoEWMA weighs a new window against what was known (1: only the new
 	// window).
 	autoEWMA = 0.5
@@ -75,7 +80,8 @@ type frameSample struct {
 // sent. After each window it picks the rung that minimizes the predicted
 // time per raw byte, max(compress cost, ratio × link time) (compressing
 // one frame overlaps with the link sending the previous ones), switching
-// only for a gain of 10% or more. The link's time is measured in windows
+// only for a gain of 5% or more up the ladder (down, for any gain: as
+// fast and cheaper). The link's time is measured in windows
 // where Write took a fair share of the send time (the link is the
 // bottleneck); while compression is the bottleneck and the link was
 // never seen blocking, the link is guessed ever faster, so the stream
@@ -188,20 +194,23 @@ func (a *autoController) decide() {
 			best, bestT = r, t
 		}
 	}
-	if bestT < autoSwitchGain*cur {
-		a.rung = best
+	if bestT < autoSwitchGain*cur || (best < a.rung && bestT <= cur) {
+		a.rung = best // a cheaper rung needs no gain: as fast, less CPU
 	}
 }
 
 // predict returns rung r's predicted time per raw byte, in ns: the larger
-// of its compression cost and the link's time for what it sends.
+// of its compression cost and the link's time for what it sends, plus
+// autoCPUWeight of the cost, the CPU it takes from the other streams and
+// the rest of the machine.
 func (a *autoController) predict(r int) float64 {
 	p := autoPriors[r]
 	ratio := min(1, p.ratio*a.ratioScale)
 	if r == 0 {
 		ratio = 1
 	}
-	return max(p.nsPerByte*a.costScale, ratio*a.linkNsPerByte)
+	cost := p.nsPerByte * a.costScale
+	return max(cost, ratio*a.linkNsPerByte) + autoCPUWeight*cost
 }
 
 // mix is the EWMA step: old moved towards v by autoEWMA (v itself when

@@ -163,17 +163,17 @@ type itemState struct {
 }
 
 // beginItem tells the writer that the chunks written next are the data of
-// the file at name, size bytes from offset off: a name in the skip list
-// makes it already-compressed data; otherwise its first bytes (at offset
-// 0) are classified as they are read (classifyHead). Only with --compress
-// auto; a fixed codec compresses every frame.
+// the file at name, size bytes from offset off (the stats count the file
+// in the frame its first block starts in). With --compress auto, a name
+// in the skip list makes it already-compressed data; otherwise its first bytes (at offset
+// 0) are classified as they are read (classifyHead); a fixed codec
+// compresses every frame.
 func (fw *frameWriter) beginItem(name string, off, size int64) {
 	it := &fw.item
-	it.class, it.size, it.head, it.started = classUnknown, size, false, false
+	it.class, it.size, it.head, it.started = classUnknown, size, false, off == 0
 	if fw.coder.auto == nil {
 		return
 	}
-	it.started = true
 	if it.skip.Match(name) {
 		it.class = classCompressed
 		return

@@ -212,15 +212,15 @@ func decodeHandshake(b []byte, v any) error {
 // reply starts with a status byte (statusOK, or statusFatal and a message
 // after which the server ends the stream).
 const (
-	msgList     byte = 1 // pull: walk the tree; reply: entries, walk errors
-	msgRead     byte = 2 // pull: items; reply: item data for each
-	msgFileList byte = 3 // push: entries; reply: needed indices, plan errors
-	msgWrite    byte = 4 // push: items, then item data; reply: per-item errors
-	msgCommit   byte = 5 // push: an entry whose blocks are all written; reply: error text
-	msgFinish   byte = 6 // push: bool "the planned list", else entries; reply: finish errors
-	msgBye      byte = 7 // end of session; no reply
-	msgDelete   byte = 8 // push: delete what the planned list lacks; reply: deleted paths, errors
-	msgItemize  byte = 9 // push: bool delete, entries; reply: itemized change lines, per-entry errors
+	msgList     byte = 1  // pull: walk the tree; reply: entries, walk errors
+	msgRead     byte = 2  // pull: items; reply: item data for each
+	msgFileList byte = 3  // push: entries; reply: needed indices, plan errors
+	msgWrite    byte = 4  // push: items, then item data; reply: per-item errors
+	msgCommit   byte = 5  // push: an entry whose blocks are all written; reply: error text
+	msgFinish   byte = 6  // push: bool "the planned list", else entries; reply: finish errors
+	msgBye      byte = 7  // end of session; no reply
+	msgDelete   byte = 8  // push: delete what the planned list lacks; reply: deleted paths, errors
+	msgItemize  byte = 9  // push: bool delete, entries; reply: itemized change lines, per-entry errors
 	msgStats    byte = 10 // what the server's frames carried so far; reply: FrameStats (framestats.go)
 
 	statusOK    byte = 0
