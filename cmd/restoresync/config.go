@@ -17,7 +17,7 @@ import (
 // key there (the flag's long name with '_' for '-'). Flags that name what to
 // restore or where (SRC, DST, --account, --force...) are not settings.
 var configKeys = []string{
-	"method", "jobs", "whole_file", "compress", "block_size", "read_buffer", "write_buffer",
+	"method", "jobs", "max_jobs", "whole_file", "compress", "skip_compress", "block_size", "read_buffer", "write_buffer",
 	"numeric_ids", "chown", "usermap", "groupmap", "chmod", "keep_setid",
 	"rsh", "remote_path", "identity", "known_hosts", "timeout", "contimeout", "verify",
 	"no_xattrs", "no_acls", "no_sparse", "no_specials", "no_devices",
