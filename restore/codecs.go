@@ -63,12 +63,14 @@ func (p *pool) all() []*transfer.Conn {
 	return append([]*transfer.Conn(nil), p.conns...)
 }
 
-// addStreams books in rep what the session's streams did: the streams
-// opened (and why --jobs auto opened no more), and what each codec
-// carried with the link's measured throughput. A stats request that
-// fails leaves the codecs out: the restore itself is complete.
-func (rep *Report) addStreams(ctx context.Context, s session) {
-	if p, ok := s.(interface{ pool() *pool }); ok {
+// addStreams books in rep what the session's streams did: with --jobs
+// auto, the streams opened and why no more (a fixed -j reports the
+// number asked for, as the streams still dialing when the work was done
+// are not waited for); and what each codec carried with the link's
+// measured throughput. A stats request that fails leaves the codecs out:
+// the restore itself is complete.
+func (rep *Report) addStreams(ctx context.Context, s session, jobsAuto bool) {
+	if p, ok := s.(interface{ pool() *pool }); ok && jobsAuto {
 		rep.Jobs, rep.JobsReason = p.pool().opened()
 	}
 	fs, ok := s.(frameStatser)

@@ -36,7 +36,7 @@ func runRaw(ctx context.Context, o Options, src, dst transport.Location, rep *Re
 	stop := context.AfterFunc(ctx, s.abort)
 	err = runSession(ctx, s, o, rep)
 	if err == nil {
-		rep.addStreams(ctx, s)
+		rep.addStreams(ctx, s, o.jobsAuto)
 	}
 	// By the time the streams are closed, every file is in place and
 	// finished: a failed goodbye is worth a warning, not a failed run.

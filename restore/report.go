@@ -22,8 +22,8 @@ type Report struct {
 	MethodReason string `json:"method_reason,omitempty"`
 	// Compression is the codec and level, in --compress form ("zstd:1").
 	Compression string `json:"compression"`
-	// Jobs is the number of parallel streams used: with --jobs auto, the
-	// streams the raw method opened.
+	// Jobs is the number of parallel streams: -j's, or with --jobs auto
+	// the streams the raw method opened.
 	Jobs int `json:"jobs"`
 	// JobsReason says why --jobs auto opened no more streams than Jobs
 	// ("max-jobs reached", "throughput stopped growing", "the remote
