@@ -75,9 +75,11 @@ func TestE2ECompressAuto(t *testing.T) {
 		assertSameTree(t, src, dst)
 		assertNoTempFiles(t, dst)
 
+		// A small image in a frame of mostly text travels with the
+		// text's codec: 90% of the media at least goes as none.
 		none, ok := codecOf(rep, "none")
-		if !ok || none.WireBytes < media || none.Files < 1 {
-			t.Errorf("none: %+v; want the media's %d bytes uncompressed at least", none, media)
+		if !ok || none.WireBytes < media*9/10 || none.Files < 1 {
+			t.Errorf("none: %+v; want most of the media's %d bytes uncompressed", none, media)
 		}
 		var files, raw, wire int64
 		compressed := false
