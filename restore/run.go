@@ -146,7 +146,12 @@ func (o *Options) applyDefaults() {
 		o.jobsAuto, o.Jobs = true, o.MaxJobs // the stream slots; the pool opens what pays
 	}
 	if o.ReadBufferBytes <= 0 {
-		o.ReadBufferBytes = 256 << 10 // one chunk per read
+		// One chunk per read, a frame's worth. Measured (README,
+		// Tuning): 28.6 MiB/s against 20.6 with 64 KiB on the raw
+		// method; a 2 MiB read buffer for the tar method (which the
+		// Vitess seed found 18% faster than 32 KiB) was no faster than
+		// 256 KiB here.
+		o.ReadBufferBytes = 256 << 10
 	}
 	o.Writer.ApplyDefaults()
 }

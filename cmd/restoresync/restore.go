@@ -39,6 +39,8 @@ type restoreOptions struct {
 // newRestoreOptions returns the restore flags' defaults.
 func newRestoreOptions() *restoreOptions {
 	o := &restoreOptions{
+		// The defaults of restore.Options and dest.WriterOptions, whose
+		// comments give the measurements they were chosen from.
 		blockSize: byteSize(dest.DefaultBlockSize),
 		readBuf:   256 << 10,
 		writeBuf:  1 << 20,
