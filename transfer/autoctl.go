@@ -83,9 +83,10 @@ type frameSample struct {
 // only for a gain of 5% or more up the ladder (down, for any gain: as
 // fast and cheaper). The link's time is measured in windows
 // where Write took a fair share of the send time (the link is the
-// bottleneck); while compression is the bottleneck and the link was
-// never seen blocking, the link is guessed ever faster, so the stream
-// moves down the ladder to none, where any window measures the link:
+// bottleneck); while compression is the bottleneck only cheaper rungs
+// are considered, and if the link was never seen blocking it is guessed
+// as fast as the writes went, so the stream moves down the ladder, to
+// none if need be, where any window measures the link:
 // a fast link with busy cores ends on none, a slow one on a level as high
 // as the CPU keeps up with. Its decisions are a pure function of the samples it was
 // given: no clock. Not safe for concurrent use: one frame writer's
@@ -156,7 +157,10 @@ func (a *autoController) decide() {
 	if a.rung > 0 && w.compRaw > 0 {
 		p := autoPriors[a.rung]
 		cost := float64(w.compress) / float64(w.compRaw)
-		a.costScale = mix(a.costScale, max(cost, 0.01)/p.nsPerByte)
+		// One window moves the cost by 4× at most: a window the
+		// scheduler starved is not the codec's speed.
+		c := min(max(cost/p.nsPerByte, a.costScale/4), a.costScale*4)
+		a.costScale = mix(a.costScale, max(c, 0.001))
 		a.ratioScale = mix(a.ratioScale, float64(w.compEnc)/float64(w.compRaw)/p.ratio)
 	}
 	busy := w.compress + w.write
@@ -164,6 +168,7 @@ func (a *autoController) decide() {
 		return
 	}
 	perByte := float64(busy) / float64(w.enc)
+	top := len(autoLadder) - 1 // the highest rung to consider
 	switch {
 	case float64(w.write) >= autoLinkBound*float64(busy):
 		// Link-bound: the send time per byte is the link's.
@@ -174,22 +179,21 @@ func (a *autoController) decide() {
 		a.linkMeasured = true
 	case a.linkMeasured:
 		// Compression holds the stream back: the link is at least as
-		// fast as this window went.
+		// fast as this window went, and a dearer rung would be slower.
 		a.linkNsPerByte = min(a.linkNsPerByte, perByte)
+		top = a.rung
 	default:
 		// Compression holds the stream back and the link was never
-		// seen blocking: guess it twice as fast as this window went,
-		// and again at each such window, so that the stream moves down
-		// the ladder until the link shows its speed (at none, any
-		// window measures it).
-		if a.linkNsPerByte == 0 {
-			a.linkNsPerByte = perByte
-		}
-		a.linkNsPerByte = min(a.linkNsPerByte, perByte) / 2
+		// seen blocking: guess it as fast as this window's writes went
+		// (it took the bytes as soon as they came), which sends the
+		// stream down the ladder, to none if need be, where any window
+		// measures the link.
+		a.linkNsPerByte = float64(w.write) / float64(w.enc)
+		top = a.rung
 	}
 	best, cur := a.rung, a.predict(a.rung)
 	bestT := cur
-	for r := range autoLadder {
+	for r := range top + 1 {
 		if t := a.predict(r); t < bestT {
 			best, bestT = r, t
 		}

@@ -165,3 +165,21 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
+
+// TestAutoControllerStarvedWindow checks that one window in which the
+// scheduler starved the compressor (50× its cost, the link not blocking)
+// does not make the controller take the codecs for slow for good: it
+// drops to none, and once the link shows itself a 100 Mbit/s one it
+// settles on a zstd level again.
+func TestAutoControllerStarvedWindow(t *testing.T) {
+	a := newAutoController()
+	starved := autoWorld{costScale: 50, ratioScale: 1, linkNsPerByte: 0.3}
+	starved.run(a, 4)
+	if got := rungName(a.current()); got != "none" {
+		t.Fatalf("after a starved window: %s, want none", got)
+	}
+	w := autoWorld{costScale: 1, ratioScale: 1, linkNsPerByte: 80}
+	if got := rungName(settled(t, w.run(a, 400))); got != "zstd:3" && got != "zstd:9" {
+		t.Errorf("settled on %s, want zstd:3 or zstd:9", got)
+	}
+}
