@@ -52,8 +52,8 @@ var (
 	sendPool = sync.Pool{New: func() any { b := make([]byte, frameHdrRoom, frameHdrRoom+frameRawBytes); return &b }}
 )
 
-// frameWriter turns a byte stream into frames. Write, Flush and
-// writeChunkFrom are called by one goroutine; compression and the network
+// frameWriter turns a byte stream into frames. Write, Flush,
+// writeChunkFrom, beginItem and endItem are called by one goroutine; compression and the network
 // write run in a second one, so that reading files overlaps with
 // compressing and sending. User space copies the data once at most: Write
 // copies the bytes it is given into the frame, writeChunkFrom has a file's
