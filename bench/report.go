@@ -130,7 +130,7 @@ type Row struct {
 func (r *Row) Label() string {
 	s := r.Method
 	if r.Tool == ToolRestoresync {
-		s = fmt.Sprintf("%s %s j%d", r.Method, r.Codec, r.Jobs)
+		s = fmt.Sprintf("%s %s j%s", r.Method, r.Codec, jobsArg(r.Jobs))
 	}
 	if r.Phase == PhaseDelta {
 		s += " (delta)"
@@ -184,7 +184,7 @@ func (r *Row) cells() []string {
 	if r.Error != "" {
 		verified = "FAILED: " + r.Error
 	}
-	jobs := strconv.Itoa(r.Jobs)
+	jobs := jobsArg(r.Jobs)
 	if r.Tool != ToolRestoresync {
 		jobs = "-"
 	}
@@ -315,7 +315,7 @@ func writeCSV(w io.Writer, res *Results) error {
 	for _, r := range res.Rows {
 		jobs := ""
 		if r.Tool == ToolRestoresync {
-			jobs = strconv.Itoa(r.Jobs)
+			jobs = jobsArg(r.Jobs)
 		}
 		cw.Write([]string{r.Tool, r.Method, r.Codec, jobs, r.Phase, f(r.MedianWallSeconds),
 			f(r.MiBPerSecond), strconv.FormatInt(r.PayloadBytes, 10), n(r.WireBytes),

@@ -36,7 +36,7 @@ type RunOptions struct {
 	// Compressions are --compress values; empty means zstd. For a local
 	// Src only "none" runs: nothing crosses a network.
 	Compressions []string
-	// Jobs are --jobs values; empty means 4.
+	// Jobs are --jobs values, 0 for auto; empty means 4.
 	Jobs []int
 	// Baselines name the external commands to time beside restoresync
 	// (see Baselines); empty means none. One whose programs are not
@@ -90,7 +90,7 @@ func (o *RunOptions) applyDefaults() error {
 		o.Compressions = []string{transfer.DefaultCompression.String()} // restore's default
 	}
 	if len(o.Jobs) == 0 {
-		o.Jobs = []int{4} // restore's default
+		o.Jobs = []int{4} // the most streams restore's --jobs auto opens
 	}
 	if o.Runs <= 0 {
 		o.Runs = 3 // the fewest that has a meaningful median
@@ -110,8 +110,8 @@ func (o *RunOptions) applyDefaults() error {
 		}
 	}
 	for _, j := range o.Jobs {
-		if j < 1 || j > 256 {
-			return fmt.Errorf("%w: --jobs %d: must be 1 to 256", restore.ErrUsage, j)
+		if j < 0 || j > 256 {
+			return fmt.Errorf("%w: --jobs %d: must be 0 (auto) or 1 to 256", restore.ErrUsage, j)
 		}
 	}
 	for _, b := range o.Baselines {
@@ -644,7 +644,7 @@ func (e *env) measure(s *series, src, dst string) (measured, int64, int64, error
 		c := s.restore
 		// No configuration file (its bwlimit or hooks would skew the
 		// rows) and no progress lines.
-		args := []string{"--config", "none", "restore", "--json", "--progress", "none", "--method", c.method, "-j", strconv.Itoa(c.jobs)}
+		args := []string{"--config", "none", "restore", "--json", "--progress", "none", "--method", c.method, "-j", jobsArg(c.jobs)}
 		if c.method != string(restore.MethodRsync) {
 			args = append(args, "--compress", c.codec)
 		}
@@ -820,4 +820,12 @@ func (e *env) collectFar() (FarUsage, error) {
 		return f, fmt.Errorf("bench far-collect: %w: %q", err, m.stdout)
 	}
 	return f, nil
+}
+
+// jobsArg is restore's -j for a row's jobs: 0 is auto.
+func jobsArg(j int) string {
+	if j == 0 {
+		return "auto"
+	}
+	return strconv.Itoa(j)
 }

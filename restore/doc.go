@@ -104,7 +104,9 @@
 // package's other sentinels; raw.go — MethodRaw, runRaw, openSession,
 // runSession; session.go — the session interface, localSession;
 // session_remote.go — pullSession, pushSession; pool.go — the pool of SSH
-// streams to one agent, dialed in the background; batch.go — makeBatches;
+// streams to one agent, dialed in the background (with --jobs auto, one
+// at a time when jobs.go's jobsController says so); codecs.go —
+// CodecReport and the report's streams and codecs; batch.go — makeBatches;
 // streams.go — runStreams (producer, stream workers), retryWhole,
 // pipeline; tracker.go — the tracker (per-item booking, split commits,
 // delta retries); tar.go — MethodTar, runTar (agent shards); tar_remote.go

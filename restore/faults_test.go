@@ -157,6 +157,9 @@ func (s *faultStream) Write(p []byte) (int, error) {
 // faultOptions are options(mode, ...) with the streams going through f.
 func faultOptions(mode, src, dst string, f *faults) restore.Options {
 	o := options(mode, src, dst)
+	// A fixed codec: --compress auto's choices follow the times it
+	// measures, and with them the wire bytes at which the breaks fall.
+	o.Compression = transfer.Compression{Codec: transfer.CodecZstd, Level: 1}
 	f.onSend = mode == "push"
 	o.Dialer = faultDialer{Dialer: o.Dialer, f: f}
 	return o

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -28,18 +29,34 @@ type pool struct {
 	ready  chan int // indices of usable streams; closed when dialing is over
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// jobsStop is why --jobs auto opened no more streams (jobsController).
+	jobsStop string
 }
 
 // openPool dials the first stream and starts dialing jobs-1 more, each
-// with the timeouts to (connection setup and idle).
-func openPool(ctx context.Context, d transport.Dialer, h transfer.Hello, jobs int, to transfer.Timeouts) (*pool, error) {
+// with the timeouts to (connection setup and idle). With progress not nil
+// (--jobs auto), jobs is the most streams it opens: the others are
+// dialed one at a time, when a jobsController consulted every jobsTick
+// with progress's samples says so.
+func openPool(ctx context.Context, d transport.Dialer, h transfer.Hello, jobs int, to transfer.Timeouts, progress func() jobsSample) (*pool, error) {
+	t0 := time.Now()
 	_, first, err := transfer.Open(ctx, d, h, to)
 	if err != nil {
 		return nil, err
 	}
+	setup := time.Since(t0)
 	dctx, cancel := context.WithCancel(ctx)
 	p := &pool{conns: []*transfer.Conn{first}, ready: make(chan int, jobs), cancel: cancel}
 	p.ready <- 0
+	if progress != nil {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.grow(dctx, d, h, to, newJobsController(jobs, setup), t0, progress)
+		}()
+		jobs = 1 // no stream dialed up front
+	}
 	for range jobs - 1 {
 		p.wg.Add(1)
 		go func() {
@@ -66,6 +83,56 @@ func openPool(ctx context.Context, d transport.Dialer, h transfer.Hello, jobs in
 		close(p.ready)
 	}()
 	return p, nil
+}
+
+// grow opens streams one at a time while ctl says so (--jobs auto), until
+// it says no more or dctx ends.
+func (p *pool) grow(dctx context.Context, d transport.Dialer, h transfer.Hello, to transfer.Timeouts, ctl *jobsController, t0 time.Time, progress func() jobsSample) {
+	tick := time.NewTicker(jobsTick)
+	defer tick.Stop()
+	defer func() {
+		p.mu.Lock()
+		p.jobsStop = ctl.stop
+		p.mu.Unlock()
+	}()
+	for ctl.stop == "" {
+		select {
+		case <-dctx.Done():
+			return
+		case <-tick.C:
+		}
+		s := progress()
+		s.at = time.Since(t0)
+		p.mu.Lock()
+		s.streams = len(p.conns)
+		p.mu.Unlock()
+		if !ctl.decide(s) {
+			continue
+		}
+		_, c, err := transfer.Open(dctx, d, h, to)
+		p.mu.Lock()
+		switch {
+		case err != nil:
+			// MaxStartups drops the connection, MaxSessions refuses
+			// the channel: either way this remote takes no more.
+			ctl.refused()
+		case p.closed || dctx.Err() != nil:
+			c.Abort()
+			c.Close()
+		default:
+			p.conns = append(p.conns, c)
+			p.ready <- len(p.conns) - 1 // never blocks: capacity jobs
+		}
+		p.mu.Unlock()
+	}
+}
+
+// opened returns how many streams were opened, and why --jobs auto opened
+// no more ("" with a fixed -j, or when the run ended first).
+func (p *pool) opened() (int, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns), p.jobsStop
 }
 
 // conn returns stream i (an index received from ready).
@@ -146,5 +213,12 @@ func remotePool(ctx context.Context, o Options, loc transport.Location, h transf
 	h.Compression = o.Compression.String()
 	h.ReadBufferBytes = o.ReadBufferBytes
 	h.Verify = o.Verify
-	return openPool(ctx, d, h, o.Jobs, o.timeouts())
+	if o.SkipCompress != nil {
+		h.SkipCompress = o.SkipCompress
+	}
+	var progress func() jobsSample
+	if o.jobsAuto {
+		progress = o.ob.jobsSample
+	}
+	return openPool(ctx, d, h, o.Jobs, o.timeouts(), progress)
 }

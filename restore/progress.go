@@ -54,6 +54,19 @@ type observer struct {
 	p       Progress
 	log     *slog.Logger
 	streams atomic.Int32
+	// What the run will transfer and has written, for --jobs auto.
+	totalFiles, doneFiles atomic.Int64
+	totalBytes, doneBytes atomic.Int64
+}
+
+// jobsSample returns what the run has done so far (jobsController's
+// samples; at and streams are the pool's to fill).
+func (ob *observer) jobsSample() jobsSample {
+	if ob == nil {
+		return jobsSample{}
+	}
+	return jobsSample{doneBytes: ob.doneBytes.Load(), totalBytes: ob.totalBytes.Load(),
+		doneFiles: int(ob.doneFiles.Load()), totalFiles: int(ob.totalFiles.Load())}
 }
 
 func newObserver(o *Options) *observer {
@@ -61,12 +74,22 @@ func newObserver(o *Options) *observer {
 }
 
 func (ob *observer) start(files int, bytes int64) {
+	if ob != nil && files > 0 {
+		ob.totalFiles.Store(int64(files))
+	}
+	if ob != nil && bytes > 0 {
+		ob.totalBytes.Store(bytes)
+	}
 	if ob != nil && ob.p != nil {
 		ob.p.Start(files, bytes)
 	}
 }
 
 func (ob *observer) add(files int, bytes int64) {
+	if ob != nil {
+		ob.doneFiles.Add(int64(files))
+		ob.doneBytes.Add(bytes)
+	}
 	if ob != nil && ob.p != nil {
 		ob.p.Add(files, bytes)
 	}

@@ -35,6 +35,9 @@ func runRaw(ctx context.Context, o Options, src, dst transport.Location, rep *Re
 	// stalled agent never answers must not outlive a Ctrl-C.
 	stop := context.AfterFunc(ctx, s.abort)
 	err = runSession(ctx, s, o, rep)
+	if err == nil {
+		rep.addStreams(ctx, s, o.jobsAuto)
+	}
 	// By the time the streams are closed, every file is in place and
 	// finished: a failed goodbye is worth a warning, not a failed run.
 	if cerr := s.close(err != nil); err == nil && cerr != nil && !errors.Is(cerr, context.Canceled) && o.Warnf != nil {

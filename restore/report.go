@@ -22,8 +22,23 @@ type Report struct {
 	MethodReason string `json:"method_reason,omitempty"`
 	// Compression is the codec and level, in --compress form ("zstd:1").
 	Compression string `json:"compression"`
-	// Jobs is the number of parallel streams used.
+	// Jobs is the number of parallel streams: -j's, or with --jobs auto
+	// the streams the raw method opened.
 	Jobs int `json:"jobs"`
+	// JobsReason says why --jobs auto opened no more streams than Jobs
+	// ("max-jobs reached", "throughput stopped growing", "the remote
+	// refused more sessions"); absent when the data was done first, or
+	// with a fixed -j.
+	JobsReason string `json:"jobs_reason,omitempty"`
+	// Codecs is what each codec's frames carried from the sending side
+	// (raw method over a network; one object per codec, in the order
+	// first used): with --compress auto, what it chose.
+	Codecs []CodecReport `json:"codecs,omitempty"`
+	// LinkMiBPerSec is the link's throughput as the sending side measured
+	// it: wire bytes per second spent writing them, over all streams
+	// (MiB/s). Far above the wire rate, it says the link was never the
+	// bottleneck. Absent when not measured.
+	LinkMiBPerSec float64 `json:"link_mib_per_s,omitempty"`
 	// Files is the number of regular files whose data was written (hardlink
 	// followers and up-to-date files not included).
 	Files int `json:"files"`
@@ -193,6 +208,9 @@ func (r *Report) Summary() string {
 	s := fmt.Sprintf("restored %s (%d up to date), %s, %s, %s: %.1f MB payload, %.1f MB on the wire, %.2f s, %.1f MB/s payload, %.1f MB/s on the wire [%s, %s, %s]",
 		count(r.Files, "file"), r.Skipped, count(r.Dirs, "dir"), count(r.Symlinks, "symlink"), count(r.Hardlinks, "hardlink"),
 		float64(r.Bytes)/1e6, float64(r.WireBytes)/1e6, r.Seconds, rate, wireRate, r.Method, r.Compression, count(r.Jobs, "job"))
+	if c := r.codecsSummary(); c != "" {
+		s += "; " + c
+	}
 	if r.Deleted > 0 {
 		s += fmt.Sprintf("; %d deleted", r.Deleted)
 	}

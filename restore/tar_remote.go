@@ -100,6 +100,11 @@ func remoteTarCommand(dir string, c transfer.Compression) (string, error) {
 		dir = "."
 	}
 	var comp string
+	if c.Codec == transfer.CodecAuto {
+		// No per-file choice through one remote pipe: the remote's
+		// zstd at its fastest level, auto's first choice.
+		c = transfer.Compression{Codec: transfer.CodecZstd, Level: 1}
+	}
 	switch lvl := c.Level; c.Codec {
 	case transfer.CodecNone:
 	case transfer.CodecGzip:

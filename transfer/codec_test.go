@@ -100,8 +100,14 @@ func TestCompressionStringRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	if s := DefaultCompression.String(); s != "zstd:1" {
+	if s := DefaultCompression.String(); s != "auto" {
 		t.Errorf("DefaultCompression = %q", s)
+	}
+	if got, err := ParseCompression("auto"); err != nil || got != DefaultCompression {
+		t.Errorf(`ParseCompression("auto") = %v, %v`, got, err)
+	}
+	if _, err := ParseCompression("auto:3"); err == nil {
+		t.Error(`ParseCompression("auto:3") succeeded`)
 	}
 	if s := Codec(9).String(); s != "codec(9)" {
 		t.Errorf("Codec(9) = %q", s)

@@ -52,6 +52,12 @@ func Handshake(ctx context.Context, s transport.Stream, h Hello) (*Conn, error) 
 	if err != nil {
 		return nil, err
 	}
+	skip := defaultSkipList
+	if h.SkipCompress != nil {
+		if skip, err = ParseSkipList(*h.SkipCompress); err != nil {
+			return nil, err
+		}
+	}
 	c := &Conn{s: s}
 	stop := context.AfterFunc(ctx, func() { s.Close() })
 	defer stop()
@@ -74,7 +80,7 @@ func Handshake(ctx context.Context, s transport.Stream, h Hello) (*Conn, error) 
 	if rep.Error != "" {
 		return nil, &RemoteError{Msg: rep.Error}
 	}
-	if !slices.Contains(rep.Codecs, comp.Codec.String()) {
+	if comp.Codec != CodecAuto && !slices.Contains(rep.Codecs, comp.Codec.String()) {
 		return nil, fmt.Errorf("%w: the remote agent (restoresync %s) does not support codec %s (it has %v)", ErrProtocol, rep.Version, comp.Codec, rep.Codecs)
 	}
 	if h.Verify && !rep.Verify {
@@ -84,6 +90,7 @@ func Handshake(ctx context.Context, s transport.Stream, h Hello) (*Conn, error) 
 	if err != nil {
 		return nil, err
 	}
+	fw.setSkipList(skip)
 	c.enc = encoder{fw: fw, verify: h.Verify}
 	c.dec = decoder{fr: newFrameReader(br), verify: h.Verify}
 	c.s = closingStream{s, c.dec.fr}

@@ -19,7 +19,13 @@
 //
 // After the handshake (Hello in proto.go, Handshake in conn.go) each direction is a sequence of
 // frames (frame.go), each compressed on its own and naming its codec
-// (codec.go), carrying the messages of proto.go: file lists, batches of
+// (codec.go; with --compress auto, protocol 7, the sender chooses each
+// frame's codec: none for already-compressed files, known by their
+// suffix, magic bytes or an lz4 trial of the first block, autoclass.go;
+// lz4 or a zstd level for the rest, which autoctl.go's controller picks
+// from the measured link and codec times; msgStats tells the client what
+// each codec carried, framestats.go), carrying the messages of
+// proto.go: file lists, batches of
 // items and their data, plans, commits. Item data costs no copy in user
 // space that the codec does not need: the sender reads a file straight
 // into the frame that goes out, whose header is written in the room in
@@ -85,6 +91,11 @@
 // Files: setup.go — Open and Timeouts, the bounded connection setup;
 // conn.go — Handshake and Conn, the client's requests; connidle.go —
 // Conn's idle timeout and Abort; frame.go — frames; codec.go — codecs;
+// autoclass.go — --skip-compress lists, magic bytes and the trial that
+// classify a file's data; autoctl.go — auto's controller (autoController);
+// autoframe.go — each frame's codec and the stats (frameCoder), and what
+// the frame writer knows of an item; framestats.go — FrameStats, msgStats
+// and Conn.PeerStats;
 // proto.go — messages and their encoding; protometa.go — extended
 // metadata on the wire; sigcodec.go — a signature's wire form;
 // deltasend.go — a delta item's op stream; itemdata.go — item data and

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 )
 
 // Wire frames. After the handshake each direction of a stream is a sequence
@@ -51,8 +52,8 @@ var (
 	sendPool = sync.Pool{New: func() any { b := make([]byte, frameHdrRoom, frameHdrRoom+frameRawBytes); return &b }}
 )
 
-// frameWriter turns a byte stream into frames. Write, Flush and
-// writeChunkFrom are called by one goroutine; compression and the network
+// frameWriter turns a byte stream into frames. Write, Flush,
+// writeChunkFrom, beginItem and endItem are called by one goroutine; compression and the network
 // write run in a second one, so that reading files overlaps with
 // compressing and sending. User space copies the data once at most: Write
 // copies the bytes it is given into the frame, writeChunkFrom has a file's
@@ -60,22 +61,31 @@ var (
 // written from there, its header in the room in front of it, with one
 // Write (a compressed one likewise from the codec's output).
 type frameWriter struct {
-	comp  compressor
-	codec Codec
-	// buf is the frame being filled: its data is (*buf)[frameHdrRoom:].
+	// coder chooses each frame's codec (autoframe.go) and books the
+	// stats; it runs on the sending goroutine.
+	coder *frameCoder
+	// buf is the frame being filled: its data is (*buf)[frameHdrRoom:];
+	// meta is what is known of that data.
 	buf  *[]byte
-	ch   chan *[]byte
+	meta frameMeta
+	// item is the item whose data writeChunkFrom writes (beginItem).
+	item itemState
+	ch   chan sendFrame
 	done chan struct{}
 	mu   sync.Mutex
 	err  error
 }
 
+// newFrameWriter returns a writer of frames of c on w; with --compress
+// auto, the files whose names DefaultSkipCompress lists are sent
+// uncompressed (setSkipList changes the list).
 func newFrameWriter(w io.Writer, c Compression) (*frameWriter, error) {
-	comp, err := newCompressor(c)
+	coder, err := newFrameCoder(c)
 	if err != nil {
 		return nil, err
 	}
-	fw := &frameWriter{comp: comp, codec: c.Codec, ch: make(chan *[]byte, frameQueue), done: make(chan struct{})}
+	fw := &frameWriter{coder: coder, ch: make(chan sendFrame, frameQueue), done: make(chan struct{})}
+	fw.item.skip = defaultSkipList
 	fw.buf = sendPool.Get().(*[]byte)
 	go fw.run(w)
 	return fw, nil
@@ -109,22 +119,21 @@ func putFrameHeader(room []byte, c Codec, rawLen, encLen int) int {
 func (fw *frameWriter) run(w io.Writer) {
 	defer close(fw.done)
 	enc := make([]byte, frameHdrRoom)
-	for b := range fw.ch {
+	for f := range fw.ch {
+		b := f.b
 		frame := *b // the header room, then the data
 		raw := frame[frameHdrRoom:]
 		if fw.Err() == nil {
-			codec, out := CodecNone, frame
-			if fw.comp != nil {
-				if e, err := fw.comp.compress(enc[:frameHdrRoom], raw); err != nil {
-					fw.setErr(err)
-				} else if enc = e; len(e) > frameHdrRoom && len(e)-frameHdrRoom < len(raw) {
-					codec, out = fw.codec, e
-				}
+			codec, out, tried, tc, skipped, err := fw.coder.encode(&enc, frame, f.meta)
+			if err != nil {
+				fw.setErr(err)
 			}
 			start := putFrameHeader(out, codec, len(raw), len(out)-frameHdrRoom)
+			t0 := time.Now()
 			if _, err := w.Write(out[start:]); err != nil {
 				fw.setErr(err)
 			}
+			fw.coder.book(tried, f.meta, len(raw), len(out)-frameHdrRoom, len(out)-start, tc, time.Since(t0), skipped)
 		}
 		*b = frame[:frameHdrRoom]
 		sendPool.Put(b)
@@ -152,8 +161,8 @@ func (fw *frameWriter) Write(p []byte) (int, error) {
 }
 
 func (fw *frameWriter) send() {
-	fw.ch <- fw.buf
-	fw.buf = sendPool.Get().(*[]byte)
+	fw.ch <- sendFrame{fw.buf, fw.meta}
+	fw.buf, fw.meta = sendPool.Get().(*[]byte), frameMeta{}
 }
 
 // writeChunkFrom writes a chunk of item data, tag and uvarint length k
@@ -171,14 +180,18 @@ func (fw *frameWriter) writeChunkFrom(r io.Reader, k int, h io.Writer) (int, err
 	hdr[0] = tagChunk
 	hl := 1 + binary.PutUvarint(hdr[1:], uint64(k))
 	const full = frameHdrRoom + frameRawBytes
-	first, start := fw.buf, len(*fw.buf) // where the chunk starts
+	fw.splitForClass()
+	first, start, firstMeta := fw.buf, len(*fw.buf), fw.meta // where the chunk starts
 	// held are the frames this chunk filled, not yet sent: at most two.
-	var heldArr [2]*[]byte
+	var heldArr [2]sendFrame
 	held := heldArr[:0]
+	hold := func() {
+		held = append(held, sendFrame{fw.buf, fw.meta})
+		fw.buf, fw.meta = sendPool.Get().(*[]byte), frameMeta{}
+	}
 	for p := hdr[:hl]; len(p) > 0; {
 		if len(*fw.buf) == full {
-			held = append(held, fw.buf)
-			fw.buf = sendPool.Get().(*[]byte)
+			hold()
 		}
 		b := *fw.buf
 		m := copy(b[len(b):full], p)
@@ -188,8 +201,7 @@ func (fw *frameWriter) writeChunkFrom(r io.Reader, k int, h io.Writer) (int, err
 	var err error
 	for got < k {
 		if len(*fw.buf) == full {
-			held = append(held, fw.buf)
-			fw.buf = sendPool.Get().(*[]byte)
+			hold()
 		}
 		b := *fw.buf
 		dst := b[len(b):min(full, len(b)+k-got)]
@@ -198,6 +210,7 @@ func (fw *frameWriter) writeChunkFrom(r io.Reader, k int, h io.Writer) (int, err
 		if h != nil {
 			h.Write(dst[:m])
 		}
+		fw.classify(dst[:m])
 		*fw.buf = b[:len(b)+m]
 		got += m
 		if err != nil {
@@ -208,26 +221,26 @@ func (fw *frameWriter) writeChunkFrom(r io.Reader, k int, h io.Writer) (int, err
 		// Rewrite the chunk with the length read: gather its data,
 		// put the stream back to where the chunk started and write it
 		// again (a source that failed or shrank: rare, so copied).
-		frames := append(held, fw.buf)
+		frames := append(held, sendFrame{fw.buf, fw.meta})
 		data := append([]byte(nil), (*first)[start:]...)
-		for _, b := range frames[1:] {
-			data = append(data, (*b)[frameHdrRoom:]...)
+		for _, f := range frames[1:] {
+			data = append(data, (*f.b)[frameHdrRoom:]...)
 		}
 		data = data[hl:]
-		for _, b := range frames[1:] {
-			*b = (*b)[:frameHdrRoom]
-			sendPool.Put(b)
+		for _, f := range frames[1:] {
+			*f.b = (*f.b)[:frameHdrRoom]
+			sendPool.Put(f.b)
 		}
 		*first = (*first)[:start]
-		fw.buf = first
+		fw.buf, fw.meta = first, firstMeta
 		if got > 0 {
 			fw.Write(hdr[:1+binary.PutUvarint(hdr[1:], uint64(got))])
 			fw.Write(data)
 		}
 		return got, err
 	}
-	for _, b := range held {
-		fw.ch <- b
+	for _, f := range held {
+		fw.ch <- f
 	}
 	if len(*fw.buf) == full {
 		fw.send()

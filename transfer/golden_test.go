@@ -157,6 +157,12 @@ var goldenHello = Hello{
 var (
 	goldenReply   = helloReply{Proto: ProtocolVersion, Version: "1.2.3", Codecs: []string{"none", "lz4", "zstd", "gzip"}, Verify: true}
 	goldenRefusal = helloReply{Proto: ProtocolVersion, Version: "1.2.3", Codecs: []string{"none"}, Error: "open /srv: permission denied"}
+	goldenSkip    = "gz/jpg/mp[34]"
+	goldenAuto    = Hello{Proto: ProtocolVersion, Version: "1.2.3", Role: RoleSender, Path: "/snapshots/daily.0/home/alice", Compression: "auto", SkipCompress: &goldenSkip}
+	goldenStats   = FrameStats{WireBytes: 1 << 20, WriteSeconds: 0.25, Decisions: 3, Final: "zstd:3", Codecs: []CodecStats{
+		{Codec: "zstd:1", Frames: 4, Files: 120, RawBytes: 1 << 20, WireBytes: 340000, CompressSeconds: 0.0085},
+		{Codec: "none", Frames: 2, Files: 3, RawBytes: 500000, WireBytes: 500006},
+	}}
 	goldenGlob    = Hello{Proto: ProtocolVersion, Version: "1.2.3", Role: RoleGlob, Path: "/snapshots/daily.*/home/alice/wp-config.php", Compression: "none"}
 	goldenMatches = helloReply{Proto: ProtocolVersion, Version: "1.2.3", Codecs: []string{"none"},
 		Matches: []string{"/snapshots/daily.0/home/alice/wp-config.php", "/snapshots/daily.1/home/alice/wp-config.php"}}
@@ -274,6 +280,7 @@ func goldenCases(t *testing.T) []goldenCase {
 		{"hello", handshake(goldenHello), unhandshake[Hello](), goldenHello},
 		{"hello_reply", handshake(goldenReply), unhandshake[helloReply](), goldenReply},
 		{"hello_reply_refusal", handshake(goldenRefusal), unhandshake[helloReply](), goldenRefusal},
+		{"hello_auto", handshake(goldenAuto), unhandshake[Hello](), goldenAuto},
 		{"hello_glob", handshake(goldenGlob), unhandshake[Hello](), goldenGlob},
 		{"hello_reply_matches", handshake(goldenMatches), unhandshake[helloReply](), goldenMatches},
 		{"hello_sums", handshake(goldenSums), unhandshake[Hello](), goldenSums},
@@ -383,6 +390,9 @@ func goldenCases(t *testing.T) []goldenCase {
 			return itemizeReply{lines, pe}, err
 		})), itemizeReply{[]string{">f+++++++++ index.php", "*deleting   old.php"}, goldenPathErrors}},
 		{"bye", framed(false, func(e *encoder) { e.byte(msgBye) }), unframed(false, msgByte(msgBye, nil)), nil},
+		{"stats", framed(false, func(e *encoder) { e.byte(msgStats) }), unframed(false, msgByte(msgStats, nil)), nil},
+		{"stats_reply", framed(false, func(e *encoder) { e.status(nil); e.frameStats(goldenStats) }),
+			unframed(false, okStatus(func(d *decoder) (any, error) { return d.frameStats() })), goldenStats},
 	}
 }
 

@@ -86,6 +86,8 @@ func sendItemData(ctx context.Context, enc *encoder, src ItemSource, it *Item, r
 		hw = h
 	}
 	readBytes = max(readBytes, 1)
+	enc.fw.beginItem(it.Entry.Path, it.Offset, it.Length)
+	defer enc.fw.endItem()
 	var sent int64
 	for sent < it.Length {
 		// The chunks of a read of readBytes bytes, as the wire has always cut them.

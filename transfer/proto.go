@@ -34,8 +34,11 @@ import (
 // merges Roots that overlap (-R, --files-from), as rsync does; and it has
 // RoleGlob and RoleSums with helloReply.Matches and helloReply.Sums: the
 // agent expands a pattern beneath the tree it serves, and hashes files
-// where they are.
-const ProtocolVersion = 6
+// where they are. Version 7 added --compress auto (Hello.Compression
+// "auto": each side chooses each frame's codec, which the frame header
+// names as before), Hello.SkipCompress, and the stats request (msgStats):
+// what the server's frames carried, by codec.
+const ProtocolVersion = 7
 
 // magic opens the handshake in both directions, so that a peer that is not a
 // restoresync agent (a login banner, "command not found") is recognised.
@@ -62,8 +65,13 @@ type Hello struct {
 	// Path is the tree on the server's side, as the user wrote it.
 	Path string `json:"path"`
 	// Compression is the codec and level both sides use for the frames
-	// they send, in ParseCompression form.
+	// they send, in ParseCompression form; "auto" (protocol 7) lets each
+	// side choose per frame.
 	Compression string `json:"compression"`
+	// SkipCompress (protocol 7) is the --skip-compress LIST that "auto"
+	// sends uncompressed, in rsync's form (suffixes separated by
+	// slashes; "" skips none); nil means DefaultSkipCompress.
+	SkipCompress *string `json:"skip_compress,omitempty"`
 	// Receiver carries the receiver's options (owner mapping, block size)
 	// for RoleReceiver, which the server hands to ServerConfig.NewSink;
 	// nil means the zero ReceiverOptions.
@@ -204,15 +212,16 @@ func decodeHandshake(b []byte, v any) error {
 // reply starts with a status byte (statusOK, or statusFatal and a message
 // after which the server ends the stream).
 const (
-	msgList     byte = 1 // pull: walk the tree; reply: entries, walk errors
-	msgRead     byte = 2 // pull: items; reply: item data for each
-	msgFileList byte = 3 // push: entries; reply: needed indices, plan errors
-	msgWrite    byte = 4 // push: items, then item data; reply: per-item errors
-	msgCommit   byte = 5 // push: an entry whose blocks are all written; reply: error text
-	msgFinish   byte = 6 // push: bool "the planned list", else entries; reply: finish errors
-	msgBye      byte = 7 // end of session; no reply
-	msgDelete   byte = 8 // push: delete what the planned list lacks; reply: deleted paths, errors
-	msgItemize  byte = 9 // push: bool delete, entries; reply: itemized change lines, per-entry errors
+	msgList     byte = 1  // pull: walk the tree; reply: entries, walk errors
+	msgRead     byte = 2  // pull: items; reply: item data for each
+	msgFileList byte = 3  // push: entries; reply: needed indices, plan errors
+	msgWrite    byte = 4  // push: items, then item data; reply: per-item errors
+	msgCommit   byte = 5  // push: an entry whose blocks are all written; reply: error text
+	msgFinish   byte = 6  // push: bool "the planned list", else entries; reply: finish errors
+	msgBye      byte = 7  // end of session; no reply
+	msgDelete   byte = 8  // push: delete what the planned list lacks; reply: deleted paths, errors
+	msgItemize  byte = 9  // push: bool delete, entries; reply: itemized change lines, per-entry errors
+	msgStats    byte = 10 // what the server's frames carried so far; reply: FrameStats (framestats.go)
 
 	statusOK    byte = 0
 	statusFatal byte = 1

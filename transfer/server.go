@@ -80,6 +80,12 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) e
 	if err != nil {
 		return refuse(fmt.Errorf("%w: %w", ErrProtocol, err))
 	}
+	skip := defaultSkipList
+	if h.SkipCompress != nil {
+		if skip, err = ParseSkipList(*h.SkipCompress); err != nil {
+			return refuse(fmt.Errorf("%w: %w", ErrProtocol, err))
+		}
+	}
 	s := &server{cfg: cfg, hello: h}
 	switch h.Role {
 	case RoleSender:
@@ -136,6 +142,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) e
 	if err != nil {
 		return err
 	}
+	fw.setSkipList(skip)
 	s.enc = encoder{fw: fw, verify: h.Verify}
 	s.dec = decoder{fr: newFrameReader(br), verify: h.Verify}
 	defer s.dec.fr.Close() // a loop that ended early reads no more frames
@@ -274,6 +281,10 @@ func (s *server) loop(ctx context.Context) error {
 		switch {
 		case m == msgBye:
 			return nil
+		case m == msgStats:
+			st := s.enc.fw.coder.Stats()
+			s.enc.status(nil)
+			s.enc.frameStats(st)
 		case m == msgList && s.src != nil:
 			list, err := s.src.List(ctx)
 			s.enc.status(err)

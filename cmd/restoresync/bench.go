@@ -239,7 +239,7 @@ func (o *benchRunOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&r.Src, "src", "", "tree to restore: DIR, [user@]host:DIR or ssh://[user@]host[:port]/DIR (required)")
 	f.StringSliceVar(&r.Methods, "methods", []string{"raw"}, "restore methods to time: "+strings.Join(restore.Methods(), ", "))
 	f.StringSliceVar(&r.Compressions, "compress", []string{"zstd"}, "codecs to time: none, lz4, zstd, gzip (optionally :LEVEL)")
-	f.IntSliceVarP(&r.Jobs, "jobs", "j", []int{4}, "parallel stream counts to time")
+	f.IntSliceVarP(&r.Jobs, "jobs", "j", []int{4}, "parallel stream counts to time (0: --jobs auto)")
 	f.StringSliceVar(&r.Baselines, "baselines", []string{"rsync", "rsync-z", "tar-ssh"}, "baselines to time: "+strings.Join(bench.Baselines(), ", ")+" or none")
 	f.IntVar(&r.Runs, "runs", r.Runs, "runs per row; the median is reported")
 	f.StringVar(&o.delta, "delta", "", "also time a second restore after changing this share of the files (e.g. 1%)")

@@ -21,7 +21,7 @@ import (
 // --include and --exclude, the includes first, used when the command line
 // gives no rule; ssh_config is -F (--config-file).
 var configKeys = []string{
-	"src", "method", "jobs", "whole_file", "compress", "block_size", "read_buffer", "write_buffer",
+	"src", "method", "jobs", "max_jobs", "whole_file", "compress", "skip_compress", "block_size", "read_buffer", "write_buffer",
 	"numeric_ids", "chown", "usermap", "groupmap", "chmod", "keep_setid",
 	"include", "exclude",
 	"rsh", "remote_path", "identity", "known_hosts", "ssh_config", "timeout", "contimeout", "verify",

@@ -15,7 +15,16 @@ import (
 // way. They run once the flags and the configuration file are applied.
 var rangeChecks = map[string]func(o *restoreOptions) string{
 	"jobs": func(o *restoreOptions) string {
-		if j := o.opts.Jobs; j < 1 || j > 256 {
+		if j := o.opts.Jobs; j < 0 || j > 256 {
+			if j == -1 {
+				j = 0
+			}
+			return fmt.Sprintf("%d: must be auto or 1 to 256", j)
+		}
+		return ""
+	},
+	"max_jobs": func(o *restoreOptions) string {
+		if j := o.opts.MaxJobs; j < 1 || j > 256 {
 			return fmt.Sprintf("%d: must be 1 to 256", j)
 		}
 		return ""

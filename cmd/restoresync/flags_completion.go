@@ -17,7 +17,8 @@ import (
 func addValueCompletions(cmd *cobra.Command) {
 	for flag, values := range map[string][]string{
 		"method":     restore.Methods(),
-		"compress":   transfer.CodecNames(),
+		"compress":   transfer.CompressionNames(),
+		"jobs":       {"auto"},
 		"progress":   {string(progressAuto), string(progressBar), string(progressPlain), string(progressNone)},
 		"log-format": {string(logText), string(logJSON)},
 	} {

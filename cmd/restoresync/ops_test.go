@@ -304,8 +304,8 @@ func TestConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
 		{"unknown key", "jobs = 2\n\n[account.alice]\njbos = 3\n", ":4: account.alice.jbos: unknown setting"},
 		{"dashed key", "block-size = \"1M\"\n", ":1: block-size: unknown setting (did you mean block_size?)"},
-		{"bad value", "compress = \"lz4\"\njobs = \"many\"\n", `:2: jobs: "many": must be a whole number`},
-		{"out of range", "# defaults\njobs = 0\n", `:2: jobs: 0: must be 1 to 256`},
+		{"bad value", "compress = \"lz4\"\njobs = \"many\"\n", `:2: jobs: "many": must be auto or a number of streams, 1 to 256`},
+		{"out of range", "# defaults\njobs = 0\n", `:2: jobs: 0: must be auto or 1 to 256`},
 		{"bad boolean", "verify = \"yes\"\n", `:1: verify: "yes": must be true or false`},
 		{"account out of range", "[account.nobody]\nblock_size = \"1K\"\n", `:2: account.nobody.block_size: 1KiB: must be at least 64KiB`},
 		{"negative timeout", "timeout = -5\n", `:1: timeout: -5: must be 0 (none) or a number of seconds`},

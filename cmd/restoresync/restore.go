@@ -38,17 +38,22 @@ type restoreOptions struct {
 	cfgSrc string
 	// What to restore: SRCs, filters, --delete, --dry-run (flags_select.go).
 	sel selectOptions
+	// skipCompress is --skip-compress (unset: rsync's default list).
+	skipCompress skipCompressValue
 }
 
 // newRestoreOptions returns the restore flags' defaults.
 func newRestoreOptions() *restoreOptions {
 	o := &restoreOptions{
+		// The defaults of restore.Options and dest.WriterOptions, whose
+		// comments give the measurements they were chosen from.
 		blockSize: byteSize(dest.DefaultBlockSize),
 		readBuf:   256 << 10,
 		writeBuf:  1 << 20,
 	}
 	o.opts.Method = restore.MethodAuto
-	o.opts.Jobs = 4
+	o.opts.Jobs = 0 // auto
+	o.opts.MaxJobs = 4
 	o.opts.Compression = transfer.DefaultCompression
 	return o
 }
@@ -109,9 +114,11 @@ func (o *restoreOptions) addFlags(cmd *cobra.Command) {
 	f.SortFlags = false
 	r := &o.opts
 	f.Var(&r.Method, "method", "restore method: "+strings.Join(restore.Methods(), ", "))
-	f.IntVarP(&r.Jobs, "jobs", "j", r.Jobs, "parallel streams (separate SSH connections)")
+	f.VarP(jobsValue{&r.Jobs}, "jobs", "j", "parallel streams (separate SSH connections); auto: start with one, open more while throughput grows, up to --max-jobs")
+	f.IntVar(&r.MaxJobs, "max-jobs", r.MaxJobs, "the most streams --jobs auto opens")
 	f.BoolVarP(&r.WholeFile, "whole-file", "W", false, "send changed files whole instead of as deltas against DST's copy (raw method)")
-	f.Var(&r.Compression, "compress", "per-stream compression: none, lz4, zstd or gzip, optionally :LEVEL")
+	f.Var(&r.Compression, "compress", "compression: auto (per file, adapted to the link and the CPU), or none, lz4, zstd, gzip, optionally :LEVEL, for every frame")
+	f.Var(&o.skipCompress, "skip-compress", "with --compress auto, send files with these suffixes uncompressed: LIST as rsync's (gz/jpg/mp[34]; \"\" for none); default rsync's list")
 	f.Var(&o.blockSize, "block-size", "files larger than this are split into blocks spread across streams")
 	f.Var(&o.readBuf, "read-buffer", "the sender's read size per stream, at most 256KiB for the raw method (its wire frames)")
 	f.Var(&o.writeBuf, "write-buffer", "disk write buffer per file (receiving side)")
@@ -164,6 +171,9 @@ func runRestore(ctx context.Context, cmd *cobra.Command, o *restoreOptions, args
 	r.MoreSrc = args[1 : len(args)-1]
 	r.Stdin = cmd.InOrStdin() // SRC "-": a tar archive on standard input
 	r.Version = version
+	if o.skipCompress.set {
+		r.SkipCompress = &o.skipCompress.list
+	}
 	r.Writer.BlockSizeBytes = int64(o.blockSize)
 	r.Writer.WriteBufferBytes = int(o.writeBuf)
 	r.ReadBufferBytes = int(o.readBuf)

@@ -103,7 +103,7 @@ func TestFlagRanges(t *testing.T) {
 	t.Parallel()
 	src := smallTree(t)
 	for _, c := range []struct{ flag, want string }{
-		{"--jobs=0", "--jobs 0: must be 1 to 256"},
+		{"--jobs=0", "--jobs 0: must be auto or 1 to 256"},
 		{"--block-size=1K", "--block-size 1KiB: must be at least 64KiB"},
 		{"--write-buffer=1K", "--write-buffer 1KiB: must be at least 4KiB"},
 		{"--contimeout=0", "--contimeout 0: must be at least 1 second"},
@@ -155,7 +155,7 @@ func TestCompletionShellsAndValues(t *testing.T) {
 		want []string
 	}{
 		{[]string{"restore", "--method", ""}, []string{"auto", "raw", "rsync", "sftp", "tar"}},
-		{[]string{"restore", "--compress", ""}, []string{"gzip", "lz4", "none", "zstd"}},
+		{[]string{"restore", "--compress", ""}, []string{"auto", "gzip", "lz4", "none", "zstd"}},
 		{[]string{"restore", "--progress", ""}, []string{"auto", "bar", "none", "plain"}},
 		{[]string{"config", "show", "--log-format", ""}, []string{"json", "text"}},
 	} {

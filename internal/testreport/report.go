@@ -3,7 +3,7 @@
 // of restore.Report's Go type, so that a renamed Go field that changes the
 // JSON fails the tests.
 //
-// Files: report.go — Report and Parse.
+// Files: report.go — Report, Codec and Parse.
 package testreport
 
 import (
@@ -35,6 +35,19 @@ type Report struct {
 		Path  string `json:"path"`
 		Error string `json:"error"`
 	} `json:"errors"`
+	JobsReason    string  `json:"jobs_reason"`
+	LinkMiBPerSec float64 `json:"link_mib_per_s"`
+	Codecs        []Codec `json:"codecs"`
+}
+
+// Codec is one object of the report's "codecs": what one codec carried.
+type Codec struct {
+	Codec     string  `json:"codec"`
+	Files     int64   `json:"files"`
+	Bytes     int64   `json:"bytes"`
+	WireBytes int64   `json:"wire_bytes"`
+	Ratio     float64 `json:"ratio"`
+	MiBPerSec float64 `json:"mib_per_s"`
 }
 
 // Parse decodes stdout, which must hold exactly one JSON object on one

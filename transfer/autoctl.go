@@ -1,0 +1,227 @@
+package transfer
+
+import (
+	"time"
+)
+
+// autoLadder is what --compress auto chooses from, cheapest first: each
+// rung costs more CPU per byte and sends fewer bytes. klauspost's zstd
+// has four encoders (fastest, default, better, best), levels 1, 3, 9 and
+// 19 here.
+var autoLadder = []Compression{
+	{CodecNone, 0}, {CodecLZ4, 0},
+	{CodecZstd, 1}, {CodecZstd, 3}, {CodecZstd, 9}, {CodecZstd, 19},
+}
+
+// autoPriors are each rung's compression cost (ns per raw byte, one core)
+// and ratio (compressed over raw bytes) on text, from BenchmarkCodecs/text
+// on this project's 2-core machine under load (lz4 188 MB/s, ratio 2.2;
+// zstd:1 117 MB/s, 3.1; zstd:3 110 MB/s, 3.3; zstd:9 67 MB/s, 3.4;
+// zstd:19 16 MB/s, 3.6). Only their proportions matter: the controller
+// scales them by what it measures on the rung it runs (the machine's
+// speed, the cores left, the data's compressibility).
+var autoPriors = []struct{ nsPerByte, ratio float64 }{
+	{0, 1}, {5.3, 0.453},
+	{8.5, 0.318}, {9.1, 0.300}, {15, 0.290}, {63, 0.277},
+}
+
+// autoStartRung is the rung a stream starts on before it has measured
+// anything: zstd:1, the fixed default of earlier versions, mid-ladder so
+// that the first measurements can move it either way.
+const autoStartRung = 2
+
+// Controller tuning.
+const (
+	// autoWindowBytes is how much raw data a decision looks at: four
+	// frames, so a small restore still gets a few decisions and one odd
+	// frame does not swing it.
+	autoWindowBytes = 4 * frameRawBytes
+	// autoLinkBound is the share of the send time spent in the stream's
+	// Write above which the link (or the far side) is the bottleneck:
+	// below it, compression (or the producer) is, and a cheaper rung is
+	// tried.
+	autoLinkBound = 0.2
+	// autoSwitchGain is how much faster (predicted time per byte) another
+	// rung must be to be switched to: measurements are noisy, and a switch
+	// on a 1% difference would flap; the zstd levels' ratios differ by
+	// less than 10%, which on a slow link is what a higher level is for.
+	autoSwitchGain = 0.95
+	// autoCPUWeight is what a ns of compression costs beyond its share
+	// of the stream's time: the CPU it takes from the other streams, ssh
+	// and the far side, so that of two rungs as fast the cheaper wins.
+	autoCPUWeight = 0.1
+	// autoEWMA weighs a new window against what was known (1: only the new
+	// window).
+	autoEWMA = 0.5
+)
+
+// frameSample is what sending one frame cost, as the frame writer measured
+// it.
+type frameSample struct {
+	// rung is the ladder rung the frame was compressed with (0: none).
+	rung int
+	// raw and enc are the frame's bytes before and after compression (enc
+	// equals raw for a frame sent uncompressed).
+	raw, enc int
+	// compress is the time spent compressing, write the time the stream's
+	// Write took: while the link is the bottleneck, the time it takes
+	// to accept the frame.
+	compress, write time.Duration
+	// skipped marks a frame sent uncompressed because most of it is
+	// already-compressed data, without a trial: it measures the link,
+	// not a codec.
+	skipped bool
+}
+
+// autoController chooses the codec of --compress auto's frames, in the
+// spirit of zstd's --adapt: it measures, per window of frames, what
+// compressing cost (wall time per raw byte, which counts the cores other
+// work takes) and saved (ratio), and how long the link took per byte
+// sent. After each window it picks the rung that minimizes the predicted
+// time per raw byte, max(compress cost, ratio × link time) (compressing
+// one frame overlaps with the link sending the previous ones), switching
+// only for a gain of 5% or more up the ladder (down, for any gain: as
+// fast and cheaper). The link's time is measured in windows
+// where Write took a fair share of the send time (the link is the
+// bottleneck); while compression is the bottleneck only cheaper rungs
+// are considered, and if the link was never seen blocking it is guessed
+// as fast as the writes went, so the stream moves down the ladder, to
+// none if need be, where any window measures the link:
+// a fast link with busy cores ends on none, a slow one on a level as high
+// as the CPU keeps up with. Its decisions are a pure function of the samples it was
+// given: no clock. Not safe for concurrent use: one frame writer's
+// sending goroutine owns it.
+type autoController struct {
+	rung int
+	// costScale and ratioScale map the priors onto this machine and this
+	// data: measured over prior, on the rung last measured.
+	costScale, ratioScale float64
+	// linkNsPerByte is the link's time per wire byte: measured while
+	// link-bound (linkMeasured), else a guess (0: none yet).
+	linkNsPerByte float64
+	linkMeasured  bool
+	// The window being gathered.
+	win struct {
+		raw, compRaw, compEnc int
+		enc                   int
+		compress, write       time.Duration
+	}
+	// decisions counts the windows decided, for tests and the report.
+	decisions int
+}
+
+func newAutoController() *autoController {
+	return &autoController{rung: autoStartRung, costScale: 1, ratioScale: 1}
+}
+
+// current returns the rung the next frame is compressed with.
+func (a *autoController) current() int { return a.rung }
+
+// trialRatio feeds the ratio lz4 reached in a classifier's trial, which
+// tells the data's compressibility even while the stream sends none.
+func (a *autoController) trialRatio(r float64) {
+	if r <= 0 {
+		return
+	}
+	a.ratioScale = mix(a.ratioScale, r/autoPriors[1].ratio)
+}
+
+// observe books one frame and, when a window is complete, decides the
+// rung of the next frames. It reports whether the rung changed.
+func (a *autoController) observe(s frameSample) bool {
+	w := &a.win
+	w.raw += s.raw
+	w.enc += s.enc
+	w.write += s.write
+	if !s.skipped && s.rung == a.rung {
+		w.compRaw += s.raw
+		w.compEnc += s.enc
+		w.compress += s.compress
+	}
+	if w.raw < autoWindowBytes {
+		return false
+	}
+	prev := a.rung
+	a.decide()
+	a.win = struct {
+		raw, compRaw, compEnc int
+		enc                   int
+		compress, write       time.Duration
+	}{}
+	a.decisions++
+	return a.rung != prev
+}
+
+func (a *autoController) decide() {
+	w := &a.win
+	if a.rung > 0 && w.compRaw > 0 {
+		p := autoPriors[a.rung]
+		cost := float64(w.compress) / float64(w.compRaw)
+		// One window moves the cost by 4× at most: a window the
+		// scheduler starved is not the codec's speed.
+		c := min(max(cost/p.nsPerByte, a.costScale/4), a.costScale*4)
+		a.costScale = mix(a.costScale, max(c, 0.001))
+		a.ratioScale = mix(a.ratioScale, float64(w.compEnc)/float64(w.compRaw)/p.ratio)
+	}
+	busy := w.compress + w.write
+	if busy <= 0 || w.enc == 0 {
+		return
+	}
+	perByte := float64(busy) / float64(w.enc)
+	top := len(autoLadder) - 1 // the highest rung to consider
+	switch {
+	case float64(w.write) >= autoLinkBound*float64(busy):
+		// Link-bound: the send time per byte is the link's.
+		if !a.linkMeasured {
+			a.linkNsPerByte = 0
+		}
+		a.linkNsPerByte = mix(a.linkNsPerByte, perByte)
+		a.linkMeasured = true
+	case a.linkMeasured:
+		// Compression holds the stream back: the link is at least as
+		// fast as this window went, and a dearer rung would be slower.
+		a.linkNsPerByte = min(a.linkNsPerByte, perByte)
+		top = a.rung
+	default:
+		// Compression holds the stream back and the link was never
+		// seen blocking: guess it as fast as this window's writes went
+		// (it took the bytes as soon as they came), which sends the
+		// stream down the ladder, to none if need be, where any window
+		// measures the link.
+		a.linkNsPerByte = float64(w.write) / float64(w.enc)
+		top = a.rung
+	}
+	best, cur := a.rung, a.predict(a.rung)
+	bestT := cur
+	for r := range top + 1 {
+		if t := a.predict(r); t < bestT {
+			best, bestT = r, t
+		}
+	}
+	if bestT < autoSwitchGain*cur || (best < a.rung && bestT <= cur) {
+		a.rung = best // a cheaper rung needs no gain: as fast, less CPU
+	}
+}
+
+// predict returns rung r's predicted time per raw byte, in ns: the larger
+// of its compression cost and the link's time for what it sends, plus
+// autoCPUWeight of the cost, the CPU it takes from the other streams and
+// the rest of the machine.
+func (a *autoController) predict(r int) float64 {
+	p := autoPriors[r]
+	ratio := min(1, p.ratio*a.ratioScale)
+	if r == 0 {
+		ratio = 1
+	}
+	cost := p.nsPerByte * a.costScale
+	return max(cost, ratio*a.linkNsPerByte) + autoCPUWeight*cost
+}
+
+// mix is the EWMA step: old moved towards v by autoEWMA (v itself when
+// old is unset).
+func mix(old, v float64) float64 {
+	if old == 0 {
+		return v
+	}
+	return old + autoEWMA*(v-old)
+}

@@ -1,0 +1,185 @@
+package transfer
+
+import (
+	"testing"
+	"time"
+)
+
+// autoWorld is a recorded link and machine, as a frame writer sees them:
+// compressing costs costScale × the rung's prior ns per byte, the data
+// shrinks to ratioScale × the prior ratio, and the link takes
+// linkNsPerByte per wire byte. A frame's Write takes what the link still
+// needs once the frame was compressed (the link sends the previous frames
+// meanwhile), plus a copy at copyNsPerByte.
+type autoWorld struct {
+	costScale, ratioScale, linkNsPerByte float64
+	// incompressible makes every codec's ratio 1, as random data's.
+	incompressible bool
+}
+
+const copyNsPerByte = 0.05
+
+func (w autoWorld) frame(rung int) frameSample {
+	raw := frameRawBytes
+	p := autoPriors[rung]
+	ratio := min(1, p.ratio*w.ratioScale)
+	if rung == 0 || w.incompressible {
+		ratio = 1
+	}
+	enc := int(float64(raw) * ratio)
+	compress := time.Duration(float64(raw) * p.nsPerByte * w.costScale)
+	link := time.Duration(float64(enc) * w.linkNsPerByte)
+	write := max(0, link-compress) + time.Duration(float64(enc)*copyNsPerByte)
+	return frameSample{rung: rung, raw: raw, enc: enc, compress: compress, write: write}
+}
+
+// run feeds the controller n frames of the world and returns the rungs
+// it chose, one per frame.
+func (w autoWorld) run(a *autoController, n int) []int {
+	var rungs []int
+	for range n {
+		r := a.current()
+		rungs = append(rungs, r)
+		a.observe(w.frame(r))
+	}
+	return rungs
+}
+
+func rungName(r int) string { return autoLadder[r].String() }
+
+// settled returns the rung of the last quarter of rungs, failing when it
+// still moves there.
+func settled(t *testing.T, rungs []int) int {
+	t.Helper()
+	last := rungs[len(rungs)-1]
+	for _, r := range rungs[len(rungs)*3/4:] {
+		if r != last {
+			t.Fatalf("the controller did not settle: %v", rungs)
+		}
+	}
+	return last
+}
+
+// TestAutoControllerOnTraces checks the controller's decisions on recorded
+// links and machines: where it settles, from zstd:1.
+func TestAutoControllerOnTraces(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		world autoWorld
+		want  []string // acceptable end rungs
+	}{
+		// A fast link (loopback, 0.3 ns/byte) with busy cores: none.
+		{"fast link, busy cores", autoWorld{costScale: 3, ratioScale: 1, linkNsPerByte: 0.3}, []string{"none"}},
+		// A fast link with free cores: compression still costs more than
+		// the link takes.
+		{"fast link, free cores", autoWorld{costScale: 1, ratioScale: 1, linkNsPerByte: 0.3}, []string{"none"}},
+		// 1 Gbit/s (8.5 ns/byte) with free cores: lz4 halves the bytes
+		// faster than the link sends them.
+		{"1 Gbit/s, free cores", autoWorld{costScale: 1, ratioScale: 1, linkNsPerByte: 8.5}, []string{"lz4"}},
+		// 1 Gbit/s with the cores busy (ssh, other streams): none.
+		{"1 Gbit/s, busy cores", autoWorld{costScale: 3, ratioScale: 1, linkNsPerByte: 8.5}, []string{"none"}},
+		// 100 Mbit/s (80 ns/byte): the CPU keeps up with a higher level.
+		{"100 Mbit/s", autoWorld{costScale: 1, ratioScale: 1, linkNsPerByte: 80}, []string{"zstd:9"}},
+		// 10 Mbit/s: the highest level.
+		{"10 Mbit/s", autoWorld{costScale: 1, ratioScale: 1, linkNsPerByte: 800}, []string{"zstd:19"}},
+		// 100 Mbit/s on a slow machine: a cheaper level than on a fast one.
+		{"100 Mbit/s, slow cores", autoWorld{costScale: 4, ratioScale: 1, linkNsPerByte: 80}, []string{"zstd:1", "zstd:3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAutoController()
+			rungs := tc.world.run(a, 400)
+			got := rungName(settled(t, rungs))
+			ok := false
+			for _, w := range tc.want {
+				ok = ok || got == w
+			}
+			if !ok {
+				t.Errorf("settled on %s, want %v (rungs %v)", got, tc.want, rungs)
+			}
+		})
+	}
+}
+
+// TestAutoControllerFollowsTheLink checks that a link that slows down mid
+// run (a fast LAN, then a shaped 100 Mbit/s line) moves the controller up
+// from none, and that the change is decided from the samples alone: the
+// same trace gives the same rungs.
+func TestAutoControllerFollowsTheLink(t *testing.T) {
+	fast := autoWorld{costScale: 1, ratioScale: 1, linkNsPerByte: 0.3}
+	slow := autoWorld{costScale: 1, ratioScale: 1, linkNsPerByte: 80}
+	var first []int
+	for range 2 {
+		a := newAutoController()
+		rungs := append(fast.run(a, 200), slow.run(a, 200)...)
+		if got := rungName(rungs[199]); got != "none" {
+			t.Fatalf("on the fast link: %s, want none", got)
+		}
+		// zstd:3 and zstd:9 are within 5% of each other there.
+		if got := rungName(settled(t, rungs)); got != "zstd:9" && got != "zstd:3" {
+			t.Errorf("after the link slowed down: %s, want zstd:3 or zstd:9", got)
+		}
+		if first != nil && !equalInts(first, rungs) {
+			t.Fatal("the same trace gave other decisions")
+		}
+		first = rungs
+	}
+}
+
+// TestAutoControllerIncompressibleData checks that data that does not
+// shrink (ratio 1, as a frame the codec did not shrink books it) makes
+// none the choice even on a slow link.
+func TestAutoControllerIncompressibleData(t *testing.T) {
+	w := autoWorld{costScale: 1, ratioScale: 1, linkNsPerByte: 80, incompressible: true}
+	a := newAutoController()
+	if got := rungName(settled(t, w.run(a, 400))); got != "none" {
+		t.Errorf("settled on %s, want none", got)
+	}
+}
+
+// TestAutoControllerSkippedFrames checks that frames sent raw without a
+// trial (already-compressed data) measure the link but not the codec.
+func TestAutoControllerSkippedFrames(t *testing.T) {
+	a := newAutoController()
+	for range 8 {
+		a.observe(frameSample{rung: 0, raw: frameRawBytes, enc: frameRawBytes, write: 80 * frameRawBytes, skipped: true})
+	}
+	if !a.linkMeasured || a.linkNsPerByte < 79 || a.linkNsPerByte > 81 {
+		t.Errorf("link %.1f ns/byte (measured %v), want 80", a.linkNsPerByte, a.linkMeasured)
+	}
+	if a.costScale != 1 || a.ratioScale != 1 {
+		t.Errorf("skipped frames changed the codec's figures: cost ×%.2f, ratio ×%.2f", a.costScale, a.ratioScale)
+	}
+	if got := rungName(a.current()); got != "zstd:9" {
+		t.Errorf("with a 100 Mbit/s link measured: %s, want zstd:9", got)
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestAutoControllerStarvedWindow checks that one window in which the
+// scheduler starved the compressor (50× its cost, the link not blocking)
+// does not make the controller take the codecs for slow for good: it
+// drops to none, and once the link shows itself a 100 Mbit/s one it
+// settles on a zstd level again.
+func TestAutoControllerStarvedWindow(t *testing.T) {
+	a := newAutoController()
+	starved := autoWorld{costScale: 50, ratioScale: 1, linkNsPerByte: 0.3}
+	starved.run(a, 4)
+	if got := rungName(a.current()); got != "none" {
+		t.Fatalf("after a starved window: %s, want none", got)
+	}
+	w := autoWorld{costScale: 1, ratioScale: 1, linkNsPerByte: 80}
+	if got := rungName(settled(t, w.run(a, 400))); got != "zstd:3" && got != "zstd:9" {
+		t.Errorf("settled on %s, want zstd:3 or zstd:9", got)
+	}
+}

@@ -1,0 +1,248 @@
+package transfer
+
+import (
+	"bytes"
+	"slices"
+	"sync"
+	"time"
+)
+
+// frameMeta is what a frame writer knows of the data in one frame, for
+// choosing its codec.
+type frameMeta struct {
+	// compressed is how many of its bytes are item data of an
+	// already-compressed file (classCompressed).
+	compressed int
+	// starts counts the items whose data starts in the frame.
+	starts int
+	// trialRatio is the lz4 ratio of the last trial made on data in the
+	// frame (0: none).
+	trialRatio float64
+}
+
+// sendFrame is a filled frame on its way to the sending goroutine.
+type sendFrame struct {
+	b    *[]byte
+	meta frameMeta
+}
+
+// frameCoder chooses the codec of each frame a frameWriter sends and
+// books what was sent: a fixed Compression compresses every frame with
+// it; --compress auto sends as none a frame that is mostly
+// already-compressed data, and the rest with the rung its autoController
+// chose. Either way a frame that the codec does not shrink goes out raw.
+// encode and book run on the sending goroutine; Stats may be called from
+// any.
+type frameCoder struct {
+	fixed     Compression
+	fixedComp compressor
+	auto      *autoController
+	comps     [6]compressor // autoLadder's, made when first used
+
+	mu    sync.Mutex
+	stats FrameStats
+}
+
+func newFrameCoder(c Compression) (*frameCoder, error) {
+	fc := &frameCoder{fixed: c}
+	if c.Codec == CodecAuto {
+		fc.auto = newAutoController()
+		return fc, nil
+	}
+	comp, err := newCompressor(c)
+	if err != nil {
+		return nil, err
+	}
+	fc.fixedComp = warm(comp)
+	return fc, nil
+}
+
+// warmBytes is what warm compresses: enough text for a codec to set up
+// its tables.
+var warmBytes = bytes.Repeat([]byte("<?php echo esc_html( get_option( 'blogname' ) ); ?>\n"), 64)
+
+// warm returns c after one compression of warmBytes: a codec's first call
+// allocates its tables (a zstd encoder's take tens of milliseconds on a
+// busy machine), which would otherwise be timed as the first frame's cost
+// and make the controller take the codec for many times slower than it is.
+func warm(c compressor) compressor {
+	if c != nil {
+		c.compress(nil, warmBytes)
+	}
+	return c
+}
+
+// encode compresses the frame (its header room, then its data) into enc
+// (whose first frameHdrRoom bytes are kept) and returns the codec the
+// frame goes out with, the buffer to send (frame or enc, with the header
+// room in front), the Compression tried (its stats label) and the time
+// compressing took; skipped is set when auto sent it raw without trying.
+func (fc *frameCoder) encode(enc *[]byte, frame []byte, meta frameMeta) (codec Codec, out []byte, tried Compression, compress time.Duration, skipped bool, err error) {
+	raw := frame[frameHdrRoom:]
+	comp, tried := fc.fixedComp, fc.fixed
+	if fc.auto != nil {
+		if meta.trialRatio > 0 {
+			fc.auto.trialRatio(meta.trialRatio)
+		}
+		if 2*meta.compressed >= len(raw) {
+			return CodecNone, frame, Compression{}, 0, true, nil
+		}
+		r := fc.auto.current()
+		tried = autoLadder[r]
+		if fc.comps[r] == nil && r > 0 {
+			if fc.comps[r], err = newCompressor(tried); err != nil {
+				return CodecNone, frame, tried, 0, false, err
+			}
+			warm(fc.comps[r])
+		}
+		comp = fc.comps[r]
+	}
+	if comp == nil {
+		return CodecNone, frame, tried, 0, false, nil
+	}
+	t0 := time.Now()
+	e, err := comp.compress((*enc)[:frameHdrRoom], raw)
+	compress = time.Since(t0)
+	if err != nil {
+		return CodecNone, frame, tried, compress, false, err
+	}
+	*enc = e
+	if len(e) > frameHdrRoom && len(e)-frameHdrRoom < len(raw) {
+		return tried.Codec, e, tried, compress, false, nil
+	}
+	return CodecNone, frame, tried, compress, false, nil
+}
+
+// book records a frame sent: rawLen bytes of data, wireLen bytes on the
+// wire (header included), under the codec tried; and feeds auto's
+// controller.
+func (fc *frameCoder) book(tried Compression, meta frameMeta, rawLen, encLen, wireLen int, compress, write time.Duration, skipped bool) {
+	if fc.auto != nil {
+		fc.auto.observe(frameSample{rung: slices.Index(autoLadder, tried), raw: rawLen, enc: encLen,
+			compress: compress, write: write, skipped: skipped})
+	}
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	s := &fc.stats
+	s.WriteSeconds += write.Seconds()
+	s.WireBytes += int64(wireLen)
+	name := tried.String()
+	i := slices.IndexFunc(s.Codecs, func(c CodecStats) bool { return c.Codec == name })
+	if i < 0 {
+		s.Codecs = append(s.Codecs, CodecStats{Codec: name})
+		i = len(s.Codecs) - 1
+	}
+	c := &s.Codecs[i]
+	c.Frames++
+	c.Files += int64(meta.starts)
+	c.RawBytes += int64(rawLen)
+	c.WireBytes += int64(wireLen)
+	c.CompressSeconds += compress.Seconds()
+	if fc.auto != nil {
+		s.Decisions = fc.auto.decisions
+		s.Final = autoLadder[fc.auto.current()].String()
+	}
+}
+
+// Stats returns a copy of what was booked so far.
+func (fc *frameCoder) Stats() FrameStats {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	s := fc.stats
+	s.Codecs = slices.Clone(s.Codecs)
+	return s
+}
+
+// defaultSkipList is DefaultSkipCompress, parsed.
+var defaultSkipList = func() SkipList {
+	l, err := ParseSkipList(DefaultSkipCompress)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}()
+
+// setSkipList replaces the writer's --skip-compress list; call it before
+// the first item.
+func (fw *frameWriter) setSkipList(l SkipList) { fw.item.skip = l }
+
+// itemState is what a frame writer knows of the item whose data it is
+// writing (beginItem), for --compress auto.
+type itemState struct {
+	skip  SkipList
+	class dataClass
+	// size is the item's length; head is set until its first bytes
+	// were classified.
+	size    int64
+	head    bool
+	started bool
+	tmp     []byte // the trial's output
+}
+
+// beginItem tells the writer that the chunks written next are the data of
+// the file at name, size bytes from offset off (the stats count the file
+// in the frame its first block starts in). With --compress auto, a name
+// in the skip list makes it already-compressed data; otherwise its first bytes (at offset
+// 0) are classified as they are read (classifyHead); a fixed codec
+// compresses every frame.
+func (fw *frameWriter) beginItem(name string, off, size int64) {
+	it := &fw.item
+	it.class, it.size, it.head, it.started = classUnknown, size, false, off == 0
+	if fw.coder.auto == nil {
+		return
+	}
+	if it.skip.Match(name) {
+		it.class = classCompressed
+		return
+	}
+	it.head = off == 0
+}
+
+// endItem tells the writer that the item's data is over: what follows is
+// messages.
+func (fw *frameWriter) endItem() { fw.item = itemState{skip: fw.item.skip, tmp: fw.item.tmp} }
+
+// classify books p, item data just read into the current frame: the
+// item's first bytes are classified, and already-compressed data is
+// counted in the frame's meta.
+func (fw *frameWriter) classify(p []byte) {
+	it := &fw.item
+	if it.started {
+		it.started = false
+		fw.meta.starts++
+	}
+	if it.head && len(p) > 0 {
+		it.head = false
+		c, ratio := classifyHead(p, it.size, &it.tmp)
+		it.class = c
+		if ratio > 0 {
+			fw.meta.trialRatio = ratio
+		}
+	}
+	if it.class == classCompressed {
+		fw.meta.compressed += len(p)
+	}
+}
+
+// splitMinBytes is how much data of the other class a frame must hold
+// before a chunk of an item sends it first: frames stay large enough to
+// compress well, and already-compressed data mostly travels in frames of
+// its own.
+const splitMinBytes = frameRawBytes / 4
+
+// splitForClass sends the current frame before a chunk of the current
+// item when the frame holds splitMinBytes of data of the other class
+// (--compress auto).
+func (fw *frameWriter) splitForClass() {
+	if fw.coder.auto == nil {
+		return
+	}
+	data := len(*fw.buf) - frameHdrRoom
+	if fw.item.class == classCompressed {
+		if data-fw.meta.compressed >= splitMinBytes {
+			fw.send()
+		}
+	} else if fw.meta.compressed >= splitMinBytes {
+		fw.send()
+	}
+}
