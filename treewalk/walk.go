@@ -91,8 +91,17 @@ type walker struct {
 	rootFd int     // the directory paths are resolved beneath
 	filter *Filter // nil: everything
 	names  *nameCache
-	links  map[devIno]string
-	list   List
+	// links maps the inode of each entry listed with more than one link
+	// to its path, its group's leader: nothing else outlives its chunk.
+	links map[devIno]string
+	list  List
+	// leaders are the indices in list.Entries of the leaders added since
+	// the last chunk (Chunk.Leaders).
+	leaders []int
+	// emit, when not nil, takes each chunk of at least ChunkEntries
+	// entries as the walk goes (a chunked walk); nil keeps the whole
+	// list in list. An error from it (cancellation) ends the walk.
+	emit func(Chunk) error
 }
 
 func newWalker(f *Filter) *walker {
@@ -139,6 +148,9 @@ func (w *walker) dir(ctx context.Context, p string) error {
 			w.fail(child, err)
 			continue
 		}
+		if err := w.flush(false); err != nil {
+			return err
+		}
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			if err := w.dir(ctx, child); err != nil {
 				return err
@@ -146,6 +158,18 @@ func (w *walker) dir(ctx context.Context, p string) error {
 		}
 	}
 	return nil
+}
+
+// flush hands the entries and errors gathered so far to w.emit as one
+// chunk, when there are ChunkEntries of them or with last (the end of
+// the walk, even if empty); without emit it keeps them.
+func (w *walker) flush(last bool) error {
+	if w.emit == nil || !last && len(w.list.Entries) < ChunkEntries {
+		return nil
+	}
+	c := Chunk{Entries: w.list.Entries, Errors: w.list.Errors, Leaders: w.leaders}
+	w.list, w.leaders = List{}, nil
+	return w.emit(c)
 }
 
 // add appends the entry for p, described by st; dirfd is p's directory
@@ -210,6 +234,7 @@ func (w *walker) add(p string, st *unix.Stat_t, dirfd int) error {
 		// The group's leader is the first of its paths that is listed:
 		// one that failed above is not, and links to it would dangle.
 		w.links[devIno{st.Dev, st.Ino}] = p
+		w.leaders = append(w.leaders, len(w.list.Entries))
 	}
 	w.list.Entries = append(w.list.Entries, e)
 	return nil
