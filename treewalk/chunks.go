@@ -37,6 +37,8 @@ type Chunk struct {
 	// of their inode in walk order): a later entry's LinkTo names one of
 	// them, of this chunk or an earlier one, and nothing else.
 	Leaders []int
+	// Last marks the walk's last chunk (Next then returns io.EOF).
+	Last bool
 }
 
 // Chunks is a file list produced as it is walked: Next returns its
@@ -207,7 +209,7 @@ func cutList(list List, emit func(Chunk) error) error {
 			}
 		}
 		if end == len(list.Entries) {
-			c.Errors = list.Errors
+			c.Errors, c.Last = list.Errors, true
 			return emit(c)
 		}
 		if err := emit(c); err != nil {

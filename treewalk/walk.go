@@ -167,7 +167,7 @@ func (w *walker) flush(last bool) error {
 	if w.emit == nil || !last && len(w.list.Entries) < ChunkEntries {
 		return nil
 	}
-	c := Chunk{Entries: w.list.Entries, Errors: w.list.Errors, Leaders: w.leaders}
+	c := Chunk{Entries: w.list.Entries, Errors: w.list.Errors, Leaders: w.leaders, Last: last}
 	w.list, w.leaders = List{}, nil
 	return w.emit(c)
 }
