@@ -251,6 +251,7 @@ type listReply struct {
 	Errors  []*treewalk.PathError
 	Leaders []int
 	Last    bool
+	Closed  int
 }
 
 // goldenLeaders are the indices of the entries of list that a hardlink
@@ -299,12 +300,12 @@ func goldenCases(t *testing.T) []goldenCase {
 		{"list", framed(false, func(e *encoder) { e.byte(msgList) }), unframed(false, msgByte(msgList, nil)), nil},
 		{"list_reply", framed(false, func(e *encoder) {
 			e.status(nil)
-			e.chunk(&treewalk.Chunk{Entries: entries, Errors: sentPathErrors(), Leaders: goldenLeaders(entries), Last: true})
+			e.chunk(&treewalk.Chunk{Entries: entries, Errors: sentPathErrors(), Leaders: goldenLeaders(entries), Last: true, Closed: 1})
 		}),
 			unframed(false, okStatus(func(d *decoder) (any, error) {
 				ch, err := d.chunk()
-				return listReply{ch.Entries, ch.Errors, ch.Leaders, ch.Last}, err
-			})), listReply{entries, goldenPathErrors, goldenLeaders(entries), true}},
+				return listReply{ch.Entries, ch.Errors, ch.Leaders, ch.Last, ch.Closed}, err
+			})), listReply{entries, goldenPathErrors, goldenLeaders(entries), true, 1}},
 		{"fatal_reply", framed(false, func(e *encoder) { e.status(errors.New("open /srv: no such file or directory")) }),
 			unframed(false, func(d *decoder) (any, error) { return d.status(), nil }), &RemoteError{Msg: "open /srv: no such file or directory"}},
 

@@ -210,7 +210,7 @@ func decodeHandshake(b []byte, v any) error {
 // reply starts with a status byte (statusOK, or statusFatal and a message
 // after which the server ends the stream).
 const (
-	msgList     byte = 1 // pull: the next chunk of the walk; reply: last, entries, walk errors, leaders
+	msgList     byte = 1 // pull: the next chunk of the walk; reply: last, entries, walk errors, leaders, closed
 	msgRead     byte = 2 // pull: items; reply: item data for each
 	msgFileList byte = 3 // push: entries; reply: needed indices, plan errors
 	msgWrite    byte = 4 // push: items, then item data; reply: per-item errors
@@ -661,6 +661,7 @@ func (e *encoder) chunk(ch *treewalk.Chunk) {
 	for _, i := range ch.Leaders {
 		e.uvarint(uint64(i))
 	}
+	e.uvarint(uint64(ch.Closed))
 }
 
 // chunk decodes a list chunk; its entries are checked one by one, and
@@ -691,7 +692,9 @@ func (d *decoder) chunk() (treewalk.Chunk, error) {
 		}
 		ch.Leaders = append(ch.Leaders, int(min(i, 1<<31)))
 	}
-	return ch, nil
+	closed, err := d.uvarint()
+	ch.Closed = int(min(closed, 1<<31)) // the caller's check bounds it
+	return ch, err
 }
 
 func (e *encoder) entries(list []treewalk.Entry) {

@@ -69,6 +69,7 @@ func CheckList(entries []Entry) error {
 type ListChecker struct {
 	last    string
 	started bool
+	closed  string // the outermost directory a chunk's Closed completed, until an entry leaves it
 	above   []checkedEntry // the last entry and its listed ancestors, outermost first
 	leaders map[string]Kind
 }
@@ -98,6 +99,10 @@ func (c *ListChecker) Check(ch Chunk) error {
 			return bad("listed twice or out of order, after %s", strconv.Quote(c.last))
 		}
 		c.started, c.last = true, e.Path
+		if c.closed != "" && IsUnder(e.Path, c.closed) {
+			return bad("beneath %s, whose listing a chunk said was complete", strconv.Quote(c.closed))
+		}
+		c.closed = ""
 		for len(c.above) > 0 && !IsUnder(e.Path, c.above[len(c.above)-1].path) {
 			c.above = c.above[:len(c.above)-1]
 		}
@@ -124,6 +129,17 @@ func (c *ListChecker) Check(ch Chunk) error {
 			c.leaders[e.Path] = e.Kind
 		}
 		c.above = append(c.above, checkedEntry{e.Path, e.Kind})
+	}
+	dirs := c.above
+	if n := len(dirs); n > 0 && dirs[n-1].kind != KindDir {
+		dirs = dirs[:n-1]
+	}
+	if ch.Closed < 0 || ch.Closed > len(dirs) {
+		return &PathError{Path: c.last, Err: fmt.Errorf("%w: a chunk completes %d directories, %d are open", ErrBadList, ch.Closed, len(dirs))}
+	}
+	if ch.Closed > 0 {
+		c.closed = dirs[len(dirs)-ch.Closed].path
+		c.above = dirs[:len(dirs)-ch.Closed]
 	}
 	return nil
 }

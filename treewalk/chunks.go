@@ -39,6 +39,12 @@ type Chunk struct {
 	Leaders []int
 	// Last marks the walk's last chunk (Next then returns io.EOF).
 	Last bool
+	// Closed is how many of the directories that hold the chunk's last
+	// entry (its listed ancestors, innermost first; not the entry itself)
+	// are complete: nothing more will be listed beneath them. Directories
+	// a later entry leaves are complete too, and all of them after the
+	// last chunk; Closed only says it without waiting for the next chunk.
+	Closed int
 }
 
 // Chunks is a file list produced as it is walked: Next returns its

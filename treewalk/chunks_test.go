@@ -162,6 +162,8 @@ func TestListCheckerRefuses(t *testing.T) {
 		{"kind", []Chunk{{Entries: []Entry{f("a")}, Leaders: []int{0}}, {Entries: []Entry{{Path: "b", Kind: KindSymlink, LinkTo: "a", LinkTarget: "x"}}}}},
 		{"dir-leader", []Chunk{{Entries: []Entry{d("a")}, Leaders: []int{0}}}},
 		{"leader-range", []Chunk{{Entries: []Entry{f("a")}, Leaders: []int{1}}}},
+		{"beneath-closed", []Chunk{{Entries: []Entry{d("."), d("a"), f("a/x")}, Closed: 1}, {Entries: []Entry{f("a/y")}}}},
+		{"closed-too-many", []Chunk{{Entries: []Entry{d("."), f("x")}, Closed: 2}}},
 	} {
 		var chk ListChecker
 		var err error
@@ -173,5 +175,43 @@ func TestListCheckerRefuses(t *testing.T) {
 		if !errors.Is(err, ErrBadList) {
 			t.Errorf("%s: %v, want ErrBadList", c.name, err)
 		}
+	}
+}
+
+// A chunk says which directories it completes: those whose last name
+// its last entry is (through their last subdirectory), not one whose
+// listing is still to come.
+func TestChunksClosed(t *testing.T) {
+	setChunkEntries(t, 1)
+	dir := t.TempDir()
+	for _, p := range []string{"d/a", "d/b", "d/s/x", "e"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c := WalkRootChunks(context.Background(), r)
+	defer c.Close()
+	got := map[string]int{}
+	for {
+		ch, err := c.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ch.Entries) > 0 {
+			got[ch.Entries[len(ch.Entries)-1].Path] = ch.Closed
+		}
+	}
+	want := map[string]int{".": 0, "d": 0, "d/a": 0, "d/b": 0, "d/s": 0, "d/s/x": 2, "e": 1}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("closed by the chunk ending at each entry: %v, want %v", got, want)
 	}
 }

@@ -102,6 +102,9 @@ type walker struct {
 	// entries as the walk goes (a chunked walk); nil keeps the whole
 	// list in list. An error from it (cancellation) ends the walk.
 	emit func(Chunk) error
+	// atLast says, for each directory being listed (dir's frames,
+	// outermost first), whether its last name is the one at hand.
+	atLast []bool
 }
 
 func newWalker(f *Filter) *walker {
@@ -131,7 +134,10 @@ func (w *walker) dir(ctx context.Context, p string) error {
 	}
 	slices.Sort(names)
 	defer f.Close() // open while the subtree is walked: one descriptor per level
-	for _, name := range names {
+	w.atLast = append(w.atLast, false)
+	defer func() { w.atLast = w.atLast[:len(w.atLast)-1] }()
+	for i, name := range names {
+		w.atLast[len(w.atLast)-1] = i == len(names)-1
 		child := name
 		if p != "." {
 			child = p + "/" + name
@@ -167,9 +173,24 @@ func (w *walker) flush(last bool) error {
 	if w.emit == nil || !last && len(w.list.Entries) < ChunkEntries {
 		return nil
 	}
-	c := Chunk{Entries: w.list.Entries, Errors: w.list.Errors, Leaders: w.leaders, Last: last}
+	c := Chunk{Entries: w.list.Entries, Errors: w.list.Errors, Leaders: w.leaders, Last: last, Closed: w.closed()}
 	w.list, w.leaders = List{}, nil
 	return w.emit(c)
+}
+
+// closed is Chunk.Closed for a chunk cut after the last entry added: the
+// directories being listed, innermost first, that are at their last name
+// when that entry is not a directory (whose own listing is to come).
+func (w *walker) closed() int {
+	n := len(w.list.Entries)
+	if n == 0 || w.list.Entries[n-1].Kind == KindDir {
+		return 0
+	}
+	k := 0
+	for i := len(w.atLast) - 1; i >= 0 && w.atLast[i]; i-- {
+		k++
+	}
+	return k
 }
 
 // add appends the entry for p, described by st; dirfd is p's directory
