@@ -69,7 +69,7 @@ func CheckList(entries []Entry) error {
 type ListChecker struct {
 	last    string
 	started bool
-	closed  string // the outermost directory a chunk's Closed completed, until an entry leaves it
+	closed  string         // the outermost directory a chunk's Closed completed, until an entry leaves it
 	above   []checkedEntry // the last entry and its listed ancestors, outermost first
 	leaders map[string]Kind
 }
