@@ -134,7 +134,20 @@ func pipeline[T any](ctx context.Context, batches <-chan *batch, send func(*batc
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		defer close(q)
-		for b := range batches {
+		for {
+			// Waiting for the next batch ends with the run: the
+			// producer may hold batches back until earlier ones are
+			// answered, which a failed recv never does.
+			var b *batch
+			select {
+			case next, ok := <-batches:
+				if !ok {
+					return nil
+				}
+				b = next
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 			v, err := send(b)
 			if err != nil {
 				return err
@@ -145,7 +158,6 @@ func pipeline[T any](ctx context.Context, batches <-chan *batch, send func(*batc
 				return ctx.Err()
 			}
 		}
-		return nil
 	})
 	g.Go(func() error {
 		for p := range q {
