@@ -23,6 +23,9 @@ const (
 type batch struct {
 	items []transfer.Item
 	bytes int64
+	// chunk is the chunk of the file list the items are of, which is
+	// finished once its batches are all done; nil outside a run.
+	chunk *chunkState
 }
 
 // makeBatches plans the data transfer of the needed entries. Big work comes

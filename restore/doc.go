@@ -12,31 +12,37 @@
 //	  runRaw                              raw.go
 //	    openSession                       pull | push | local (session*.go),
 //	                                      remote streams in a pool (pool.go)
-//	    runSession
-//	      list     := s.list              the sender walks SRC (treewalk)
-//	      lines    := s.itemize           --dry-run / -i: change lines
-//	      plan     := s.plan(list)        quick check: size + mtime; the
-//	                                      signature of a DST copy for a delta
-//	      s.delete(list)                  --delete: what DST has, SRC lacks
-//	      batches  := makeBatches(need)   batch.go: small files together,
-//	                                      big files split, largest first
-//	      runStreams(batches)             streams.go: a producer, and a
-//	        worker per stream slot:       worker per -j slot that waits for
-//	          s.runStream(i, batches,     its stream, then pipelines batches
-//	                      tracker.done)   (Conn.RecvRead → progressWriter →
+//	    runSession                        chunkrun.go: the list chunk by chunk
+//	      runStreams(produce)             streams.go: a producer, a finisher and a
+//	                                      worker per -j slot
+//	        producer, per chunk:          s.listChunks: the sender walks as asked
+//	          s.plan(chunk)               quick check: size + mtime; signatures
+//	          makeBatches → emit          batch.go: small files together, big
+//	                                      files split; handed to running workers
+//	                                      (at most maxPendingChunks ahead)
+//	        worker: s.runStream(i, work,  waits for its stream (stream 0 once the
+//	                  done)               list is read), pipelines batches
+//	                                      (Conn.RecvRead → progressWriter →
 //	                                      dest.Writer.WriteItem: temp → rename)
-//	        tracker.done                  tracker.go: book each item, commit
-//	                                      split files, keep failed deltas
-//	      retryWhole                      failed deltas again whole, stream 0
+//	          done → tracker.done         tracker.go: book each item, commit
+//	                                      split files, keep failed deltas, which
+//	                                      the producer hands out again whole
+//	        finisher, per chunk in order  once its batches and the earlier
+//	          s.finish(links, dirs)       chunks' are done: links, specials, the
+//	                                      directories whose listing has ended
+//	      (--delete, -n, -i, push:        the list read whole first: itemize,
+//	       whole list)                    s.delete after the plan, one chunk,
+//	                                      s.finish(list) at the end)
 //	      tracker.commitDeferred          push: split files' commits
-//	      s.finish(list)                  links, directory metadata
 //	    s.close                           goodbye on every stream
 //
 // The methods, each in the file named after it:
 //
-// raw (raw.go): the file list, rsync's quick check on the receiver, then
-// the contents over parallel streams (-j, SSH connections to the remote
-// agent): pull, push or local → local. Over a network, a file DST holds in
+// raw (raw.go): the file list, streamed in chunks as the sender walks it,
+// rsync's quick check on the receiver chunk by chunk, and meanwhile the
+// contents over parallel streams (-j, SSH connections to the remote
+// agent): pull, push or local → local; memory does not grow with the tree
+// (but --delete, -n, -i and push read the list whole first). Over a network, a file DST holds in
 // another version travels as a delta against that copy (the rsync
 // algorithm of Tridgell and Mackerras, delta/signature.go), rebuilt and
 // checked against the sender's hash before its rename; a delta that fails is sent again whole in the same run. It
@@ -77,8 +83,9 @@
 // tears every stream down at once. Raw and tar leave complete files under
 // their final names, no temporary file (the writer removes those of the
 // files it did not finish; only a killed process leaves some, which a rerun
-// reuses or removes), and the directories it made with their final owner,
-// their final mode plus rwx for that owner, and the current mtime.
+// reuses or removes), directories whose contents were all placed with
+// their final metadata, and the others with their final owner, their
+// final mode plus rwx for that owner, and the current mtime.
 // rsync makes the missing directories through the safe writer before the
 // transfer, with their final owner, and leaves the files gokrazy renamed
 // into place complete but with its
@@ -107,8 +114,7 @@
 // streams to one agent, dialed in the background (with --jobs auto, one
 // at a time when jobs.go's jobsController says so); codecs.go —
 // CodecReport and the report's streams and codecs; batch.go — makeBatches;
-// streams.go — runStreams (producer, stream workers), retryWhole,
-// pipeline; tracker.go — the tracker (per-item booking, split commits,
+// streams.go — runStreams (producer, stream workers), pipeline; tracker.go — the tracker (per-item booking, split commits,
 // delta retries); tar.go — MethodTar, runTar (agent shards); tar_remote.go
 // — agent-less tar; tar_input.go — a tar archive as SRC, decompressed;
 // rsync.go — MethodRsync, runRsync, rsyncPull; rsync_list.go — the

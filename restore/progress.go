@@ -40,6 +40,20 @@ type WireProgress interface {
 	Wire(total func() int64)
 }
 
+// ListProgress is a Progress whose totals grow while the file list
+// arrives: the raw method plans the list chunk by chunk as the sender
+// walks it, so its totals are known only when the walk ends. Start then
+// gives the first chunk's totals, Grow adds each later chunk's, and
+// ListDone says that the walk has ended and the totals are final (until
+// then an ETA cannot be known). A Progress that is not a ListProgress
+// gets Start(-1, -1) on such a run; a list that comes in one chunk is
+// given to Start whole, and neither Grow nor ListDone is called.
+type ListProgress interface {
+	Progress
+	Grow(files int, bytes int64)
+	ListDone()
+}
+
 // File actions in per-file log records (the "action" attribute).
 const (
 	// ActionWrite: the file's data was sent whole and written.
@@ -74,15 +88,54 @@ func newObserver(o *Options) *observer {
 }
 
 func (ob *observer) start(files int, bytes int64) {
+	ob.startDisplay(files, bytes)
 	if ob != nil && files > 0 {
 		ob.totalFiles.Store(int64(files))
 	}
 	if ob != nil && bytes > 0 {
 		ob.totalBytes.Store(bytes)
 	}
+}
+
+// startDisplay gives the display its first totals (-1: not known yet),
+// leaving --jobs auto's totals to addTotals.
+func (ob *observer) startDisplay(files int, bytes int64) {
 	if ob != nil && ob.p != nil {
 		ob.p.Start(files, bytes)
 	}
+}
+
+// addTotals adds a chunk's files and bytes to transfer to the totals
+// --jobs auto measures the work left by, whatever the display: the work
+// grows while the list streams in. (start sets the same totals at once,
+// for a run that knows them.)
+func (ob *observer) addTotals(files int, bytes int64) {
+	if ob != nil {
+		ob.totalFiles.Add(int64(files))
+		ob.totalBytes.Add(bytes)
+	}
+}
+
+// grow adds a later chunk's totals (ListProgress).
+func (ob *observer) grow(files int, bytes int64) {
+	if lp, ok := ob.listProgress(); ok {
+		lp.Grow(files, bytes)
+	}
+}
+
+// listDone says that the list has ended (ListProgress).
+func (ob *observer) listDone() {
+	if lp, ok := ob.listProgress(); ok {
+		lp.ListDone()
+	}
+}
+
+func (ob *observer) listProgress() (ListProgress, bool) {
+	if ob == nil || ob.p == nil {
+		return nil, false
+	}
+	lp, ok := ob.p.(ListProgress)
+	return lp, ok
 }
 
 func (ob *observer) add(files int, bytes int64) {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/transport"
+	"github.com/restoresync/restoresync/treewalk"
 )
 
 // MethodRaw: a file list, rsync's quick check on the receiver, then file
@@ -97,85 +99,80 @@ func openSession(ctx context.Context, o Options, sel selection, src, dst transpo
 	}
 }
 
-// runSession is the raw restore proper, on an open session: list, itemize
-// (--dry-run, -i), plan (quick check, signatures), delete, move the needed
-// data over the streams (runStreams), resend failed deltas whole
-// (retryWhole), commit deferred split files, finish (links, directory
-// metadata). Per-file failures go into rep; the error returned ends the run.
+// runSession is the raw restore proper, on an open session, over the
+// file list as the sender walks it (chunkRun): for each chunk, plan it
+// (quick check, signatures), move the needed data over the streams
+// (runStreams) and, once its data is placed, finish it (links, special
+// files, the directories whose listing has ended); failed deltas go again
+// whole meanwhile; then commit deferred split files. A run that needs the
+// whole list before it plans (--delete, which deletes nothing when the
+// list has errors; --dry-run and -i, whose lines come in rsync's order;
+// a push, which plans and finishes on a stream its workers use) reads it
+// whole first, itemizes and deletes as before, plans it as one chunk and
+// finishes it at the end. Per-file failures go into rep; the error
+// returned ends the run.
 func runSession(ctx context.Context, s session, o Options, rep *Report) error {
-	list, err := s.list(ctx)
-	if err != nil {
-		return fmt.Errorf("file list: %w", err)
-	}
-	entries := list.Entries
-	rep.addList(list)
-	del := o.Delete && len(list.Errors) == 0
-	if o.Delete && !del && o.Warnf != nil {
-		o.Warnf("the file list has errors: nothing deleted (as rsync does)")
-	}
-	if o.DryRun || o.ItemizeChanges {
-		lines, errs, err := s.itemize(ctx, entries, del)
-		if err != nil {
-			return fmt.Errorf("itemize: %w", err)
+	src := s.listChunks(ctx)
+	defer src.close()
+	whole := o.Delete || o.DryRun || o.ItemizeChanges || s.deferCommits()
+	var list treewalk.List
+	var afterPlan func() error
+	if whole {
+		var err error
+		if list, err = collectChunks(ctx, src); err != nil {
+			return fmt.Errorf("file list: %w", err)
 		}
-		rep.Changes = lines
-		if rep.Changes == nil {
-			rep.Changes = []string{}
+		entries := list.Entries
+		del := o.Delete && len(list.Errors) == 0
+		if o.Delete && !del && o.Warnf != nil {
+			o.Warnf("the file list has errors: nothing deleted (as rsync does)")
 		}
-		rep.ChangeEntries = changeEntries(lines, entries)
-		if o.DryRun {
-			// The entries the restore would fail on fail the dry run
-			// too (exit 23, as rsync -n); a real run reports them
-			// when it writes them.
-			for _, pe := range errs {
-				rep.addError(pe.Path, pe.Err)
+		if o.DryRun || o.ItemizeChanges {
+			lines, errs, err := s.itemize(ctx, entries, del)
+			if err != nil {
+				return fmt.Errorf("itemize: %w", err)
 			}
-			rep.DryRun = true
-			rep.Deleted, _ = dest.ItemizedChanges(lines) // what --delete would remove
-			return ctx.Err()
+			rep.Changes = lines
+			if rep.Changes == nil {
+				rep.Changes = []string{}
+			}
+			rep.ChangeEntries = changeEntries(lines, entries)
+			if o.DryRun {
+				rep.addList(list)
+				// The entries the restore would fail on fail the dry run
+				// too (exit 23, as rsync -n); a real run reports them
+				// when it writes them.
+				for _, pe := range errs {
+					rep.addError(pe.Path, pe.Err)
+				}
+				rep.DryRun = true
+				rep.Deleted, _ = dest.ItemizedChanges(lines) // what --delete would remove
+				return ctx.Err()
+			}
 		}
-	}
-	plan, err := s.plan(ctx, entries)
-	if err != nil {
-		return fmt.Errorf("plan: %w", err)
-	}
-	if del {
-		deleted, errs, err := s.delete(ctx, entries)
-		if err != nil {
-			return fmt.Errorf("delete: %w", err)
+		if del {
+			afterPlan = func() error {
+				deleted, errs, err := s.delete(ctx, entries)
+				if err != nil {
+					return fmt.Errorf("delete: %w", err)
+				}
+				rep.Deleted = len(deleted)
+				for _, pe := range errs {
+					rep.addError(pe.Path, pe.Err)
+				}
+				return nil
+			}
 		}
-		rep.Deleted = len(deleted)
-		for _, pe := range errs {
-			rep.addError(pe.Path, pe.Err)
-		}
-	}
-	for _, pe := range plan.Errors {
-		rep.addError(pe.Path, pe.Err)
-	}
-	dataFiles := 0
-	for i := range entries {
-		if entries[i].HasData() {
-			dataFiles++
-		}
-	}
-	rep.Skipped = dataFiles - len(plan.Need) - len(plan.Errors)
-	ob := o.ob
-	var needBytes int64
-	for _, i := range plan.Need {
-		needBytes += entries[i].Size
+		src = &wholeList{list: list}
 	}
 	if _, local := s.(*localSession); !local {
-		ob.wire(s.wireBytes)
+		o.ob.wire(s.wireBytes)
 	}
-	ob.start(len(plan.Need), needBytes)
-
-	batches := makeBatches(entries, plan.Need, plan.Signatures, o.Writer.BlockSizeBytes)
-	tr := newTracker(ctx, s, rep, batches)
-	tr.ob = ob
-	if err := runStreams(ctx, s, o.Jobs, batches, tr.done, ob); err != nil {
-		return err
-	}
-	if err := retryWhole(ctx, s, tr); err != nil {
+	tr := newTracker(ctx, s, rep, nil)
+	tr.ob = o.ob
+	r := newChunkRun(s, o, rep, tr, src, !whole)
+	r.afterPlan = afterPlan
+	if err := r.run(ctx); err != nil {
 		return err
 	}
 	if d, ok := s.(interface{ degraded() error }); ok && o.Warnf != nil {
@@ -186,12 +183,33 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 	if err := tr.commitDeferred(); err != nil {
 		return err
 	}
-	errs, err := s.finish(ctx, entries)
-	if err != nil {
-		return fmt.Errorf("finish: %w", err)
-	}
-	for _, pe := range errs {
-		rep.addError(pe.Path, pe.Err)
+	if whole {
+		errs, err := s.finish(ctx, list.Entries)
+		if err != nil {
+			return fmt.Errorf("finish: %w", err)
+		}
+		for _, pe := range errs {
+			rep.addError(pe.Path, pe.Err)
+		}
 	}
 	return ctx.Err()
+}
+
+// collectChunks reads every chunk of src into one list.
+func collectChunks(ctx context.Context, src chunkSource) (treewalk.List, error) {
+	var l treewalk.List
+	for {
+		ch, err := src.next(ctx)
+		if err == io.EOF {
+			return l, nil
+		}
+		if err != nil {
+			return treewalk.List{}, err
+		}
+		l.Entries = append(l.Entries, ch.Entries...)
+		l.Errors = append(l.Errors, ch.Errors...)
+		if ch.Last {
+			return l, nil
+		}
+	}
 }

@@ -22,9 +22,9 @@ import (
 // is run-fatal (a broken stream, a protocol error, cancellation) and ends
 // the run. ctx cancels every call.
 type session interface {
-	// list returns the source's file list (unreadable entries in its
-	// Errors).
-	list(ctx context.Context) (list treewalk.List, err error)
+	// listChunks returns the source's file list, chunk by chunk as the
+	// sender walks it (unreadable entries in the chunks' Errors).
+	listChunks(ctx context.Context) chunkSource
 	// plan gives the list to the writer and returns what it needs (the
 	// entries it could not plan in its Errors).
 	plan(ctx context.Context, entries []treewalk.Entry) (plan transfer.PlanResult, err error)
@@ -72,7 +72,9 @@ type localSession struct {
 	ob   *observer
 }
 
-func (s *localSession) list(ctx context.Context) (treewalk.List, error) { return s.src.List(ctx) }
+func (s *localSession) listChunks(ctx context.Context) chunkSource {
+	return walkChunks{s.src.ListChunks(ctx)}
+}
 
 func (s *localSession) plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error) {
 	return s.w.Plan(ctx, entries)
@@ -136,6 +138,42 @@ func (s *localSession) close(bool) error {
 	s.src.Close()
 	return s.w.Close()
 }
+
+// chunkSource is a file list read chunk by chunk. Not safe for
+// concurrent use.
+type chunkSource interface {
+	// next returns the next chunk, io.EOF after the last; any other
+	// error is run-fatal.
+	next(ctx context.Context) (treewalk.Chunk, error)
+	// onStream0 says that the list is read on stream 0, which no
+	// worker may use until the last chunk has been read (a pull).
+	onStream0() bool
+	// close stops a walk that still runs.
+	close()
+}
+
+// walkChunks is a local walk's chunks.
+type walkChunks struct{ c *treewalk.Chunks }
+
+func (w walkChunks) next(context.Context) (treewalk.Chunk, error) { return w.c.Next() }
+func (w walkChunks) onStream0() bool                              { return false }
+func (w walkChunks) close()                                       { w.c.Close() }
+
+// wholeList is a list already read, as one chunk.
+type wholeList struct {
+	list treewalk.List
+	done bool
+}
+
+func (w *wholeList) next(context.Context) (treewalk.Chunk, error) {
+	if w.done {
+		return treewalk.Chunk{}, io.EOF
+	}
+	w.done = true
+	return treewalk.Chunk{Entries: w.list.Entries, Errors: w.list.Errors, Last: true}, nil
+}
+func (w *wholeList) onStream0() bool { return false }
+func (w *wholeList) close()          {}
 
 // ctxReader ends a local copy at its next read once ctx is done.
 type ctxReader struct {

@@ -17,7 +17,16 @@ type pullSession struct {
 	ob *observer
 }
 
-func (s *pullSession) list(ctx context.Context) (treewalk.List, error) { return s.p.conn(0).List(ctx) }
+func (s *pullSession) listChunks(ctx context.Context) chunkSource {
+	return connChunks{s.p.conn(0).ListChunks()}
+}
+
+// connChunks is a sender's list read on stream 0.
+type connChunks struct{ r *transfer.ListReader }
+
+func (c connChunks) next(ctx context.Context) (treewalk.Chunk, error) { return c.r.Next(ctx) }
+func (c connChunks) onStream0() bool                                  { return true }
+func (c connChunks) close()                                           {}
 
 func (s *pullSession) plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error) {
 	return s.w.Plan(ctx, entries)
@@ -72,7 +81,11 @@ type pushSession struct {
 	ob      *observer
 }
 
-func (s *pushSession) list(ctx context.Context) (treewalk.List, error) { return s.src.List(ctx) }
+// listChunks: a push plans and finishes on stream 0, which its workers
+// use meanwhile, so runSession reads its list whole before planning it.
+func (s *pushSession) listChunks(ctx context.Context) chunkSource {
+	return walkChunks{s.src.ListChunks(ctx)}
+}
 
 func (s *pushSession) plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error) {
 	return s.p.conn(0).Plan(ctx, entries)

@@ -7,42 +7,69 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// runStreams moves batches over the session's streams and books each
-// batch's outcome with done (tracker.done); it returns once every batch has
-// been answered, or with the error that ended the run.
+// runStreams moves the batches produce hands out (emit) over the
+// session's streams and books each batch's outcome with done (the
+// chunk run's, tracker.done and the chunk's count); it returns once
+// produce has returned and every batch has been answered, or with the
+// error that ended the run.
 //
-// It runs a fixed set of goroutines: one producer, which hands the batches
-// out in order on one unbuffered channel (a batch leaves the producer only
-// into the hands of a stream, so when the producer is done every batch is
-// taken) and then closes it, and one worker per stream slot (jobs). Each
-// worker waits for a stream to come up (s.streams), then runs it until the
-// channel is closed. A worker whose stream has not come up when the last
-// batch went out ends without it: a small restore does not wait for
+// It runs a fixed set of goroutines: one producer, produce, which plans
+// the file list as it arrives and hands the batches out in order on one
+// unbuffered channel (a batch leaves the producer only into the hands of
+// a stream, so when produce returns every batch is taken; emit blocks
+// until a stream takes it: the backpressure that keeps the list from
+// running ahead of the data), and one worker per stream slot (jobs). Each
+// worker waits for a stream to come up (s.streams), then runs it until
+// the channel is closed. A worker whose stream has not come up when the
+// last batch went out ends without it: a small restore does not wait for
 // connections it does not need, and a degraded pool (fewer streams than
 // jobs, s.streams closed early) runs on the streams it has. s.streams
 // delivers stream 0 at once, so some worker always holds a stream.
 //
-// The first stream failure ends the run: it becomes the cause of the run's
-// context, which stops the producer and the waiting workers, and every
-// other stream is torn down at once (s.abort) rather than left to finish
-// its batches or to wait for a stalled agent. The error returned is that
-// cause, never the context.Canceled or the closed streams the other
-// workers see afterwards; a cancelled ctx returns ctx's cause.
-func runStreams(ctx context.Context, s session, jobs int, batches []*batch, done func(*batch, []error) error, ob *observer) error {
+// listing, when not nil, says that produce reads the file list on stream
+// 0 (a pull) until it closes listing: the worker of stream 0 waits until
+// then, and meanwhile a batch that no other stream is ready to take is
+// moved by the producer itself on stream 0, between two chunks of the
+// list, so that a run with one stream goes on.
+//
+// The first stream failure (or produce's error) ends the run: it becomes
+// the cause of the run's context, which stops the producer and the
+// waiting workers, and every other stream is torn down at once (s.abort)
+// rather than left to finish its batches or to wait for a stalled agent.
+// The error returned is that cause, never the context.Canceled or the
+// closed streams the other workers see afterwards; a cancelled ctx
+// returns ctx's cause.
+func runStreams(ctx context.Context, s session, jobs int, produce func(ctx context.Context, emit func(*batch) error) error, done func(*batch, []error) error, ob *observer, listing <-chan struct{}) error {
 	runCtx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	work := make(chan *batch)
 	handedOut := make(chan struct{}) // closed with work: no batch is left
+	emit := func(b *batch) error {
+		if listing != nil && !isClosed(listing) {
+			select {
+			case work <- b:
+				return nil
+			default:
+			}
+			one := make(chan *batch, 1)
+			one <- b
+			close(one)
+			return s.runStream(runCtx, 0, one, done)
+		}
+		select {
+		case work <- b:
+			return nil
+		case <-runCtx.Done():
+			return context.Cause(runCtx)
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer close(handedOut)
 		defer close(work)
-		for _, b := range batches {
-			select {
-			case work <- b:
-			case <-runCtx.Done():
-				return
-			}
+		if err := produce(runCtx, emit); err != nil {
+			fail(err)
+			s.abort()
 		}
 	})
 	streams := s.streams()
@@ -60,6 +87,13 @@ func runStreams(ctx context.Context, s session, jobs int, batches []*batch, done
 			case <-runCtx.Done():
 				return
 			}
+			if i == 0 && listing != nil {
+				select {
+				case <-listing: // the list is read: stream 0 is free
+				case <-runCtx.Done():
+					return
+				}
+			}
 			ob.streamUp()
 			defer ob.streamDown()
 			if err := s.runStream(runCtx, i, work, done); err != nil {
@@ -72,21 +106,14 @@ func runStreams(ctx context.Context, s session, jobs int, batches []*batch, done
 	return context.Cause(runCtx)
 }
 
-// retryWhole sends again whole, on stream 0, the delta items that could
-// not be applied (tr.takeRetries), once runStreams has returned and every
-// stream is idle, and before deferred split files are committed. Its error
-// is run-fatal.
-func retryWhole(ctx context.Context, s session, tr *tracker) error {
-	retry := tr.takeRetries()
-	if len(retry) == 0 {
-		return nil
+// isClosed reports whether ch, which is only ever closed, is.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
-	ch := make(chan *batch, len(retry))
-	for _, b := range retry {
-		ch <- b
-	}
-	close(ch)
-	return s.runStream(ctx, 0, ch, tr.done)
 }
 
 // pipelineDepth is how many requests a stream may have in flight: while the
@@ -107,7 +134,20 @@ func pipeline[T any](ctx context.Context, batches <-chan *batch, send func(*batc
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		defer close(q)
-		for b := range batches {
+		for {
+			// Waiting for the next batch ends with the run: the
+			// producer may hold batches back until earlier ones are
+			// answered, which a failed recv never does.
+			var b *batch
+			select {
+			case next, ok := <-batches:
+				if !ok {
+					return nil
+				}
+				b = next
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 			v, err := send(b)
 			if err != nil {
 				return err
@@ -118,7 +158,6 @@ func pipeline[T any](ctx context.Context, batches <-chan *batch, send func(*batc
 				return ctx.Err()
 			}
 		}
-		return nil
 	})
 	g.Go(func() error {
 		for p := range q {

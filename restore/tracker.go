@@ -53,6 +53,16 @@ func (t *tracker) takeRetries() []*batch {
 // ctx over s and reports into rep; it counts each split file's blocks.
 func newTracker(ctx context.Context, s session, rep *Report, batches []*batch) *tracker {
 	t := &tracker{ctx: ctx, s: s, rep: rep, splits: map[string]*splitState{}}
+	t.register(batches)
+	return t
+}
+
+// register counts the blocks of the split files of batches, which the
+// run hands out after the tracker was made (the batches of a chunk of the
+// file list).
+func (t *tracker) register(batches []*batch) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	for _, b := range batches {
 		for _, it := range b.items {
 			if it.Split {
@@ -65,7 +75,6 @@ func newTracker(ctx context.Context, s session, rep *Report, batches []*batch) *
 			}
 		}
 	}
-	return t
 }
 
 // cancelled reports whether an item's err is a consequence of the run's
@@ -93,7 +102,10 @@ func (t *tracker) done(b *batch, errs []error) error {
 		if err != nil && it.Delta != nil && errors.Is(err, transfer.ErrDeltaFailed) {
 			whole := *it
 			whole.Delta = nil
-			t.retry = append(t.retry, &batch{items: []transfer.Item{whole}, bytes: whole.Length})
+			t.retry = append(t.retry, &batch{items: []transfer.Item{whole}, bytes: whole.Length, chunk: b.chunk})
+			if b.chunk != nil {
+				b.chunk.left.Add(1) // its chunk waits for the retry too
+			}
 			continue
 		}
 		if !it.Split {
@@ -167,6 +179,7 @@ func (t *tracker) commit(e *treewalk.Entry) error {
 		t.rep.addError(e.Path, itemErr)
 	default:
 		st := t.splits[e.Path]
+		delete(t.splits, e.Path) // committed: nothing more comes for it
 		t.rep.Files++
 		t.rep.Bytes += st.bytes
 		action := ActionWrite

@@ -175,27 +175,69 @@ func (c *Conn) watch(ctx context.Context) func(errp *error) {
 	}
 }
 
-// List asks a sender for its file list (pull).
-func (c *Conn) List(ctx context.Context) (_ treewalk.List, err error) {
+// List asks a sender for its whole file list (pull): the chunks of
+// ListChunks, collected.
+func (c *Conn) List(ctx context.Context) (treewalk.List, error) {
+	lr := c.ListChunks()
+	var l treewalk.List
+	for {
+		ch, err := lr.Next(ctx)
+		if err == io.EOF {
+			return l, nil
+		}
+		if err != nil {
+			return treewalk.List{}, err
+		}
+		l.Entries = append(l.Entries, ch.Entries...)
+		l.Errors = append(l.Errors, ch.Errors...)
+	}
+}
+
+// ListChunks returns the reader of a sender's file list chunk by chunk
+// (pull): each Next asks for the next chunk of the sender's walk, which
+// goes on between requests. While it is read, other requests may go on
+// the Conn between two calls of Next, from the same goroutine.
+func (c *Conn) ListChunks() *ListReader { return &ListReader{c: c} }
+
+// ListReader reads a sender's file list chunk by chunk (Conn.ListChunks),
+// each chunk checked as a part of the list (treewalk.ListChecker). Not
+// safe for concurrent use.
+type ListReader struct {
+	c     *Conn
+	check treewalk.ListChecker
+	ended bool
+}
+
+// Next returns the next chunk, io.EOF after the last, or a stream error
+// (a list that fails its check wraps ErrProtocol).
+func (r *ListReader) Next(ctx context.Context) (_ treewalk.Chunk, err error) {
+	if r.ended {
+		return treewalk.Chunk{}, io.EOF
+	}
+	c := r.c
 	defer c.watch(ctx)(&err)
 	c.pending.Add(1)
 	defer c.pending.Add(-1)
 	c.enc.byte(msgList)
 	if err := c.enc.flush(); err != nil {
-		return treewalk.List{}, c.fail(err)
+		return treewalk.Chunk{}, c.fail(err)
 	}
 	if err := c.dec.status(); err != nil {
-		return treewalk.List{}, c.fail(err)
+		return treewalk.Chunk{}, c.fail(err)
 	}
-	entries, err := c.dec.entries()
+	ch, err := c.dec.chunk()
 	if err != nil {
-		return treewalk.List{}, c.fail(err)
+		return treewalk.Chunk{}, c.fail(err)
 	}
-	errs, err := c.dec.pathErrors()
-	if err != nil {
-		return treewalk.List{}, c.fail(err)
+	if err := r.check.Check(ch); err != nil {
+		var pe *treewalk.PathError
+		if errors.As(err, &pe) {
+			return treewalk.Chunk{}, fmt.Errorf("%w: entry %q: %w", ErrProtocol, pe.Path, pe.Err)
+		}
+		return treewalk.Chunk{}, fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
-	return treewalk.List{Entries: entries, Errors: errs}, nil
+	r.ended = ch.Last
+	return ch, nil
 }
 
 // SendRead asks a sender for the data of items (pull). RecvRead reads the

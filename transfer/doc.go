@@ -8,7 +8,8 @@
 //
 //	s, c := Open(ctx, dialer, Hello{Role, Path, Compression, Roots, Filters}, timeouts)
 //	                                   // dial, then the versioned JSON handshake
-//	pull: c.List(ctx)                  // the sender's file list (treewalk.List)
+//	pull: lr := c.ListChunks()          // the sender's file list, chunk by chunk:
+//	      lr.Next(ctx)                 // treewalk.Chunk (or c.List: them all)
 //	      c.SendRead(items); c.RecvRead(ctx, items, w)  // pipelined item data into restore's writer
 //	push: c.Plan(ctx, entries)         // what the receiver needs, with its signatures
 //	      c.SendWrite(...); c.RecvWrite(items); c.Commit(ctx, e); c.Finish(ctx, entries)
@@ -31,7 +32,12 @@
 // into the frame that goes out, whose header is written in the room in
 // front of it, with one Write; the receiver reads an uncompressed frame
 // in place and decodes a compressed one once, and the item's reader
-// copies from the frame into the writer's buffer. Selections (selection.go,
+// copies from the frame into the writer's buffer. The file list
+// (protocol 7) travels in chunks, one per msgList request: the sender
+// walks on (treewalk.Chunks, a bounded number of chunks ahead) while the
+// receiver works on a chunk and asks for the data of its files on the
+// same stream, and the receiver checks each chunk as a part of the whole
+// (treewalk.ListChecker), so neither end holds the whole list. Selections (selection.go,
 // protocol 3): the Hello may name several parts of the sender's tree
 // (Roots: several SRCs, --relative, --files-from) and include/exclude
 // rules (Filters), which the sender applies as it walks, merging parts

@@ -85,6 +85,7 @@ const (
 	fuzzItemData
 	fuzzDeltaData
 	fuzzSignature
+	fuzzChunks
 	fuzzOps
 )
 
@@ -99,6 +100,10 @@ func messageSeeds(t testing.TB) [][]byte {
 	return [][]byte{
 		seed(fuzzEntries, func(e *encoder) { e.entries(entries) }),
 		seed(fuzzEntries, func(e *encoder) { e.entries(nil) }),
+		seed(fuzzChunks, func(e *encoder) {
+			e.chunk(&treewalk.Chunk{Entries: entries[:3], Leaders: []int{2}})
+			e.chunk(&treewalk.Chunk{Entries: entries[3:], Errors: []*treewalk.PathError{{Path: "x", Err: errors.New("gone")}}, Last: true, Closed: 1})
+		}),
 		seed(fuzzItems, func(e *encoder) { e.items(items) }),
 		seed(fuzzPathErrors, func(e *encoder) {
 			e.pathErrors([]*treewalk.PathError{{Path: "wp-content/cache", Err: errors.New("permission denied")}, {Path: ".", Err: io.ErrUnexpectedEOF}})
@@ -268,6 +273,28 @@ func FuzzMessages(f *testing.F) {
 				if itemErr != nil && !errors.Is(itemErr, ErrSizeMismatch) && !errors.Is(itemErr, ErrDeltaFailed) && !errors.As(itemErr, &re) {
 					t.Fatalf("delta item error %q is neither a size mismatch, a failed delta nor the sender's", itemErr)
 				}
+			}
+		case fuzzChunks:
+			// What the chunk checker accepts, chunk after chunk, is a
+			// list the whole-list check accepts too.
+			var chk treewalk.ListChecker
+			var all []treewalk.Entry
+			for range 3 {
+				ch, err := d.chunk()
+				if err != nil {
+					checkWireError(t, "chunk", err)
+					break
+				}
+				for i := range ch.Entries {
+					checkDecodedEntry(t, &ch.Entries[i])
+				}
+				if chk.Check(ch) != nil {
+					break
+				}
+				all = append(all, ch.Entries...)
+			}
+			if err := treewalk.CheckList(all); err != nil {
+				t.Fatalf("chunks the checker accepted make a list CheckList refuses: %v", err)
 			}
 		case fuzzSignature:
 			for range 4 {

@@ -255,6 +255,24 @@ func unhandshake[T any]() func(t *testing.T, b []byte) (any, error) {
 type listReply struct {
 	Entries []treewalk.Entry
 	Errors  []*treewalk.PathError
+	Leaders []int
+	Last    bool
+	Closed  int
+}
+
+// goldenLeaders are the indices of the entries of list that a hardlink
+// names.
+func goldenLeaders(list []treewalk.Entry) []int {
+	var out []int
+	for i := range list {
+		for j := range list {
+			if list[j].LinkTo == list[i].Path {
+				out = append(out, i)
+				break
+			}
+		}
+	}
+	return out
 }
 
 type deleteReply struct {
@@ -287,15 +305,14 @@ func goldenCases(t *testing.T) []goldenCase {
 		{"hello_reply_sums", handshake(goldenSumsReply), unhandshake[helloReply](), goldenSumsReply},
 
 		{"list", framed(false, func(e *encoder) { e.byte(msgList) }), unframed(false, msgByte(msgList, nil)), nil},
-		{"list_reply", framed(false, func(e *encoder) { e.status(nil); e.entries(entries); e.pathErrors(sentPathErrors()) }),
+		{"list_reply", framed(false, func(e *encoder) {
+			e.status(nil)
+			e.chunk(&treewalk.Chunk{Entries: entries, Errors: sentPathErrors(), Leaders: goldenLeaders(entries), Last: true, Closed: 1})
+		}),
 			unframed(false, okStatus(func(d *decoder) (any, error) {
-				en, err := d.entries()
-				if err != nil {
-					return nil, err
-				}
-				pe, err := d.pathErrors()
-				return listReply{en, pe}, err
-			})), listReply{entries, goldenPathErrors}},
+				ch, err := d.chunk()
+				return listReply{ch.Entries, ch.Errors, ch.Leaders, ch.Last, ch.Closed}, err
+			})), listReply{entries, goldenPathErrors, goldenLeaders(entries), true, 1}},
 		{"fatal_reply", framed(false, func(e *encoder) { e.status(errors.New("open /srv: no such file or directory")) }),
 			unframed(false, func(d *decoder) (any, error) { return d.status(), nil }), &RemoteError{Msg: "open /srv: no such file or directory"}},
 

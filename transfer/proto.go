@@ -34,7 +34,13 @@ import (
 // merges Roots that overlap (-R, --files-from), as rsync does; and it has
 // RoleGlob and RoleSums with helloReply.Matches and helloReply.Sums: the
 // agent expands a pattern beneath the tree it serves, and hashes files
-// where they are. Version 7 added --compress auto (Hello.Compression
+// where they are. Version 7 streams the file list: each msgList asks for
+// the next chunk of the sender's walk (treewalk.Chunk: entries, the
+// errors met listing them, the indices of its hardlink leaders, and
+// whether it is the last), which the sender walks while the receiver
+// works and while it serves reads on the same stream; the receiver checks
+// the chunks in turn (treewalk.ListChecker: tree order, hardlinks only to
+// marked leaders). It also added --compress auto (Hello.Compression
 // "auto": each side chooses each frame's codec, which the frame header
 // names as before), Hello.SkipCompress, and the stats request (msgStats):
 // what the server's frames carried, by codec.
@@ -212,7 +218,7 @@ func decodeHandshake(b []byte, v any) error {
 // reply starts with a status byte (statusOK, or statusFatal and a message
 // after which the server ends the stream).
 const (
-	msgList     byte = 1  // pull: walk the tree; reply: entries, walk errors
+	msgList     byte = 1  // pull: the next chunk of the walk; reply: last, entries, walk errors, leaders, closed
 	msgRead     byte = 2  // pull: items; reply: item data for each
 	msgFileList byte = 3  // push: entries; reply: needed indices, plan errors
 	msgWrite    byte = 4  // push: items, then item data; reply: per-item errors
@@ -619,6 +625,25 @@ func (d *decoder) entryAfter(prev *treewalk.Entry) (treewalk.Entry, error) {
 }
 
 func (d *decoder) entries() ([]treewalk.Entry, error) {
+	out, err := d.uncheckedEntries()
+	if err != nil {
+		return nil, err
+	}
+	// The list as a whole: no path twice, hardlinks only to earlier
+	// leaders of the list, nothing beneath a listed file or symlink.
+	if err := treewalk.CheckList(out); err != nil {
+		var pe *treewalk.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%w: entry %q: %w", ErrProtocol, pe.Path, pe.Err)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
+	return out, nil
+}
+
+// uncheckedEntries decodes a list of entries, each checked on its own
+// but not the list as a whole.
+func (d *decoder) uncheckedEntries() ([]treewalk.Entry, error) {
 	n, err := d.count()
 	if err != nil {
 		return nil, err
@@ -633,16 +658,52 @@ func (d *decoder) entries() ([]treewalk.Entry, error) {
 		out = append(out, e)
 		prev = &out[len(out)-1]
 	}
-	// The list as a whole: no path twice, hardlinks only to earlier
-	// leaders of the list, nothing beneath a listed file or symlink.
-	if err := treewalk.CheckList(out); err != nil {
-		var pe *treewalk.PathError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%w: entry %q: %w", ErrProtocol, pe.Path, pe.Err)
-		}
-		return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
-	}
 	return out, nil
+}
+
+// chunk encodes a list chunk (the msgList reply's body).
+func (e *encoder) chunk(ch *treewalk.Chunk) {
+	e.bool(ch.Last)
+	e.entries(ch.Entries)
+	e.pathErrors(ch.Errors)
+	e.uvarint(uint64(len(ch.Leaders)))
+	for _, i := range ch.Leaders {
+		e.uvarint(uint64(i))
+	}
+	e.uvarint(uint64(ch.Closed))
+}
+
+// chunk decodes a list chunk; its entries are checked one by one, and
+// the chunk as a part of the list by the caller (treewalk.ListChecker).
+func (d *decoder) chunk() (treewalk.Chunk, error) {
+	var ch treewalk.Chunk
+	var err error
+	if ch.Last, err = d.bool(); err != nil {
+		return ch, err
+	}
+	if ch.Entries, err = d.uncheckedEntries(); err != nil {
+		return ch, err
+	}
+	if ch.Errors, err = d.pathErrors(); err != nil {
+		return ch, err
+	}
+	n, err := d.count()
+	if err != nil {
+		return ch, err
+	}
+	if n > len(ch.Entries) {
+		return ch, fmt.Errorf("%w: %d hardlink leaders in a chunk of %d entries", ErrProtocol, n, len(ch.Entries))
+	}
+	for range n {
+		i, err := d.uvarint()
+		if err != nil {
+			return ch, err
+		}
+		ch.Leaders = append(ch.Leaders, int(min(i, 1<<31)))
+	}
+	closed, err := d.uvarint()
+	ch.Closed = int(min(closed, 1<<31)) // the caller's check bounds it
+	return ch, err
 }
 
 func (e *encoder) entries(list []treewalk.Entry) {

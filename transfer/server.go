@@ -146,6 +146,11 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) e
 	s.enc = encoder{fw: fw, verify: h.Verify}
 	s.dec = decoder{fr: newFrameReader(br), verify: h.Verify}
 	defer s.dec.fr.Close() // a loop that ended early reads no more frames
+	defer func() {
+		if s.chunks != nil {
+			s.chunks.Close() // a walk the client no longer reads
+		}
+	}()
 	err = s.loop(ctx)
 	if cerr := fw.Close(); err == nil {
 		err = cerr
@@ -177,6 +182,10 @@ type server struct {
 	// planned is the list of the last msgFileList, which msgFinish may
 	// refer to instead of sending it again.
 	planned []treewalk.Entry
+	// chunks is the walk the msgList requests take their chunks from,
+	// started by the first; listed says its last chunk went out.
+	chunks *treewalk.Chunks
+	listed bool
 }
 
 // resolve maps a client's path to a local one, confined beneath cfg.Root
@@ -286,11 +295,10 @@ func (s *server) loop(ctx context.Context) error {
 			s.enc.status(nil)
 			s.enc.frameStats(st)
 		case m == msgList && s.src != nil:
-			list, err := s.src.List(ctx)
+			ch, err := s.nextChunk(ctx)
 			s.enc.status(err)
 			if err == nil {
-				s.enc.entries(list.Entries)
-				s.enc.pathErrors(list.Errors)
+				s.enc.chunk(&ch)
 			}
 		case m == msgRead && s.src != nil:
 			items, err := s.dec.items()
@@ -372,6 +380,24 @@ func (s *server) loop(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// nextChunk is the next chunk of the walk, which the first msgList
+// starts and which goes on between requests; after the last chunk a new
+// msgList starts a new walk.
+func (s *server) nextChunk(ctx context.Context) (treewalk.Chunk, error) {
+	if s.chunks == nil || s.listed {
+		if s.chunks != nil {
+			s.chunks.Close()
+		}
+		s.chunks, s.listed = s.src.ListChunks(ctx), false
+	}
+	ch, err := s.chunks.Next()
+	if err == io.EOF { // a walk always ends with a Last chunk
+		err = fmt.Errorf("file list: the walk ended without its last chunk")
+	}
+	s.listed = ch.Last || err != nil
+	return ch, err
 }
 
 // write receives one msgWrite batch and answers with its per-item errors.

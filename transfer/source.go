@@ -195,6 +195,16 @@ func (s *LocalSource) List(ctx context.Context) (treewalk.List, error) {
 	return list, err
 }
 
+// ListChunks is List as chunks (treewalk.Chunks), walked as they are
+// read: one tree or one part chunk by chunk; several parts, which merge,
+// walked whole and then cut into chunks. The caller closes it.
+func (s *LocalSource) ListChunks(ctx context.Context) *treewalk.Chunks {
+	if len(s.parts) == 1 && s.parts[0].Rel == "." && s.filter == nil && len(s.failed) == 0 {
+		return treewalk.WalkRootChunks(ctx, s.root)
+	}
+	return treewalk.WalkPartsChunks(ctx, s.parts, s.filter, s.failed)
+}
+
 // openFile opens the file-list path p beneath the base the list took it
 // from, without following any symlink. With one base, that is the base.
 // With several, it is the base of the first part (in the order given)

@@ -188,3 +188,21 @@ func (w *walker) lstat(rel string) (unix.Stat_t, int, error) {
 	}
 	return st, pfd, nil
 }
+
+// walkPart lists one part as WalkParts lists a selection of one part.
+func (w *walker) walkPart(ctx context.Context, pt Part) error {
+	if err := ValidPath(pt.Rel); err != nil {
+		return fmt.Errorf("walk %s: %w", pt.Rel, err)
+	}
+	if pt.ImpliesRoot && pt.Rel != "." {
+		if err := w.impliedRoot(pt.Base); err != nil {
+			return err
+		}
+	}
+	d, err := pt.Base.Open(".")
+	if err != nil {
+		return fmt.Errorf("walk %s: %w", pt.Base.Name(), err)
+	}
+	defer d.Close()
+	return w.part(ctx, int(d.Fd()), pt.Rel, map[string]bool{})
+}

@@ -91,8 +91,20 @@ type walker struct {
 	rootFd int     // the directory paths are resolved beneath
 	filter *Filter // nil: everything
 	names  *nameCache
-	links  map[devIno]string
-	list   List
+	// links maps the inode of each entry listed with more than one link
+	// to its path, its group's leader: nothing else outlives its chunk.
+	links map[devIno]string
+	list  List
+	// leaders are the indices in list.Entries of the leaders added since
+	// the last chunk (Chunk.Leaders).
+	leaders []int
+	// emit, when not nil, takes each chunk of at least ChunkEntries
+	// entries as the walk goes (a chunked walk); nil keeps the whole
+	// list in list. An error from it (cancellation) ends the walk.
+	emit func(Chunk) error
+	// atLast says, for each directory being listed (dir's frames,
+	// outermost first), whether its last name is the one at hand.
+	atLast []bool
 }
 
 func newWalker(f *Filter) *walker {
@@ -122,7 +134,10 @@ func (w *walker) dir(ctx context.Context, p string) error {
 	}
 	slices.Sort(names)
 	defer f.Close() // open while the subtree is walked: one descriptor per level
-	for _, name := range names {
+	w.atLast = append(w.atLast, false)
+	defer func() { w.atLast = w.atLast[:len(w.atLast)-1] }()
+	for i, name := range names {
+		w.atLast[len(w.atLast)-1] = i == len(names)-1
 		child := name
 		if p != "." {
 			child = p + "/" + name
@@ -139,6 +154,9 @@ func (w *walker) dir(ctx context.Context, p string) error {
 			w.fail(child, err)
 			continue
 		}
+		if err := w.flush(false); err != nil {
+			return err
+		}
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			if err := w.dir(ctx, child); err != nil {
 				return err
@@ -146,6 +164,33 @@ func (w *walker) dir(ctx context.Context, p string) error {
 		}
 	}
 	return nil
+}
+
+// flush hands the entries and errors gathered so far to w.emit as one
+// chunk, when there are ChunkEntries of them or with last (the end of
+// the walk, even if empty); without emit it keeps them.
+func (w *walker) flush(last bool) error {
+	if w.emit == nil || !last && len(w.list.Entries) < ChunkEntries {
+		return nil
+	}
+	c := Chunk{Entries: w.list.Entries, Errors: w.list.Errors, Leaders: w.leaders, Last: last, Closed: w.closed()}
+	w.list, w.leaders = List{}, nil
+	return w.emit(c)
+}
+
+// closed is Chunk.Closed for a chunk cut after the last entry added: the
+// directories being listed, innermost first, that are at their last name
+// when that entry is not a directory (whose own listing is to come).
+func (w *walker) closed() int {
+	n := len(w.list.Entries)
+	if n == 0 || w.list.Entries[n-1].Kind == KindDir {
+		return 0
+	}
+	k := 0
+	for i := len(w.atLast) - 1; i >= 0 && w.atLast[i]; i-- {
+		k++
+	}
+	return k
 }
 
 // add appends the entry for p, described by st; dirfd is p's directory
@@ -210,6 +255,7 @@ func (w *walker) add(p string, st *unix.Stat_t, dirfd int) error {
 		// The group's leader is the first of its paths that is listed:
 		// one that failed above is not, and links to it would dangle.
 		w.links[devIno{st.Dev, st.Ino}] = p
+		w.leaders = append(w.leaders, len(w.list.Entries))
 	}
 	w.list.Entries = append(w.list.Entries, e)
 	return nil

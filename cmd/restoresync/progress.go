@@ -19,11 +19,13 @@ import (
 const plainInterval = 3 * time.Second
 
 // display shows a restore's progress on stderr; it implements
-// restore.Progress. Safe for concurrent use.
+// restore.Progress and restore.ListProgress. Safe for concurrent use.
 type display interface {
 	Start(files int, bytes int64)
 	Add(files int, bytes int64)
 	Streams(n int)
+	Grow(files int, bytes int64)
+	ListDone()
 	// stop ends the display; ok says whether the restore completed.
 	stop(ok bool)
 }
@@ -35,8 +37,12 @@ type counts struct {
 	totalBytes, doneBytes atomic.Int64
 	streams               atomic.Int64
 	started               atomic.Bool
-	wire                  atomic.Pointer[func() int64]
-	now                   func() time.Time // time.Now; a test's clock
+	// listing says that the totals still grow: the sender is walking
+	// the tree (restore.ListProgress's Grow, until ListDone).
+	listing atomic.Bool
+	grew    atomic.Bool // Grow was called: the bar follows the total
+	wire    atomic.Pointer[func() int64]
+	now     func() time.Time // time.Now; a test's clock
 
 	mu  sync.Mutex
 	est estimator
@@ -50,6 +56,18 @@ func (c *counts) Start(files int, bytes int64) {
 	c.mu.Unlock()
 	c.started.Store(true)
 }
+
+// Grow implements restore.ListProgress: a later chunk of the file list
+// adds to the totals, and until ListDone there is no ETA.
+func (c *counts) Grow(files int, bytes int64) {
+	c.listing.Store(true)
+	c.grew.Store(true)
+	c.totalFiles.Add(int64(files))
+	c.totalBytes.Add(bytes)
+}
+
+// ListDone implements restore.ListProgress: the totals are final.
+func (c *counts) ListDone() { c.listing.Store(false) }
 
 // Wire implements restore.WireProgress: total returns the bytes on the
 // network so far, which the display shows as the wire rate beside the
@@ -74,6 +92,9 @@ func (c *counts) rateText() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.est.observe(s)
+	if c.listing.Load() { // partial totals: no ETA yet
+		return c.est.rateText(-1, -1, w != nil) + ", no ETA while the sender walks the tree"
+	}
 	return c.est.rateText(c.totalFiles.Load(), c.totalBytes.Load(), w != nil)
 }
 
@@ -84,9 +105,13 @@ func (c *counts) Add(files int, bytes int64) {
 
 func (c *counts) Streams(n int) { c.streams.Store(int64(n)) }
 
-// filesText is "12/300 files" ("12 files" when the total is unknown).
+// filesText is "12/300 files" ("12 files" when the total is unknown,
+// "12/300+ files" while it grows).
 func (c *counts) filesText() string {
 	if t := c.totalFiles.Load(); t >= 0 {
+		if c.listing.Load() {
+			return fmt.Sprintf("%d/%d+ files", c.doneFiles.Load(), t)
+		}
 		return fmt.Sprintf("%d/%d files", c.doneFiles.Load(), t)
 	}
 	return fmt.Sprintf("%d files", c.doneFiles.Load())
@@ -211,6 +236,9 @@ func (d *barDisplay) follow() {
 		for {
 			select {
 			case <-t.C:
+				if d.grew.Load() {
+					d.bar.SetTotal(d.totalBytes.Load(), false) // it grew with the list
+				}
 				d.bar.SetCurrent(d.doneBytes.Load())
 			case <-d.done:
 				return

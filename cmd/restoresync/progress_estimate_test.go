@@ -89,3 +89,30 @@ func TestProgressShowsWireRate(t *testing.T) {
 		t.Errorf("line:\n%s\nwant:\n%s", line, want)
 	}
 }
+
+// While the file list still grows (restore.ListProgress), the line
+// says the total so far with a "+" and gives no ETA; once the list is
+// done, the grown total and an ETA.
+func TestPlainLineWhileListing(t *testing.T) {
+	d := newPlainDisplay(io.Discard, time.Hour)
+	defer d.stop(true)
+	now := time.Unix(1000, 0)
+	d.now = func() time.Time { return now }
+	d.Start(10, 10<<20)
+	d.Grow(10, 10<<20)
+	for range 5 {
+		now = now.Add(time.Second)
+		d.Add(1, 1<<20)
+		d.line()
+	}
+	l := d.line()
+	if !strings.Contains(l, "of 20.0 MiB") || !strings.Contains(l, "5/20+ files") || strings.Contains(l, ", ETA ") || !strings.Contains(l, "no ETA while the sender walks the tree") {
+		t.Errorf("while listing: %q", l)
+	}
+	d.ListDone()
+	now = now.Add(time.Second)
+	d.Add(1, 1<<20)
+	if l := d.line(); !strings.Contains(l, "6/20 files") || !strings.Contains(l, ", ETA ") {
+		t.Errorf("listed: %q", l)
+	}
+}

@@ -53,9 +53,15 @@
 // Concurrency: WriteItem, Commit and OpenBasis are safe for concurrent use
 // by any number of streams, and several Writers (in several processes) may
 // work on one DST, as the streams of a push do. Plan, Finish, FixRsync,
-// RsyncQuickCheck, Delete and Itemize are passes over the whole file list:
-// call each from one goroutine, Plan before the items are written, Finish
-// after all of them. An Extractor takes one goroutine per tar stream.
+// RsyncQuickCheck, Delete and Itemize are passes over a file list: call
+// each from one goroutine, Plan before the items are written, Finish after
+// all of them. Plan and Finish may also be given a list in pieces (the raw
+// method's chunks, in list order, Plan and Finish on two goroutines): each
+// piece is planned before its items are written, and a piece given to
+// Finish holds entries whose data, and the data of everything beneath its
+// directories, is all placed (a hardlink's leader too); a hardlink group
+// is then only looked at within a piece (a new name is linked to a member
+// DST holds up to date only when that member is in the leader's piece). An Extractor takes one goroutine per tar stream.
 //
 // What an interruption leaves behind (a dropped stream, cancellation, a
 // killed process): completed files in place under their final names, and

@@ -1,0 +1,217 @@
+package treewalk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// chunkTree makes a tree of nested directories, files and hardlinks whose
+// groups span directories far apart in walk order.
+func chunkTree(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	for d := range 6 {
+		for f := range 7 {
+			p := filepath.Join(root, fmt.Sprintf("d%d", d), fmt.Sprintf("s%d", f%2), fmt.Sprintf("f%d", f))
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.WriteFile(p, []byte(p), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, l := range [][2]string{{"d0/s0/f0", "d5/s1/link"}, {"d0/s0/f0", "d3/link"}, {"d2/s1/f1", "d4/s0/link"}} {
+		if err := os.Link(filepath.Join(root, l[0]), filepath.Join(root, l[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("d0", filepath.Join(root, "sym")); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func setChunkEntries(t *testing.T, n int) {
+	old := ChunkEntries
+	ChunkEntries = n
+	t.Cleanup(func() { ChunkEntries = old })
+}
+
+// A chunked walk gives the entries and errors of Walk, in its order, in
+// chunks of at most ChunkEntries+1 entries, whatever ChunkEntries is; its
+// Leaders are the groups' leaders; and ListChecker accepts its chunks,
+// hardlinks to leaders of earlier chunks included.
+func TestWalkRootChunksIsWalk(t *testing.T) {
+	dir := chunkTree(t)
+	want, err := Walk(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 2, 5, 1000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			setChunkEntries(t, n)
+			r, err := os.OpenRoot(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			c := WalkRootChunks(context.Background(), r)
+			defer c.Close()
+			var got List
+			var leaders []string
+			var chk ListChecker
+			chunks := 0
+			for {
+				ch, err := c.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				chunks++
+				if len(ch.Entries) > n {
+					t.Errorf("chunk of %d entries, ChunkEntries %d", len(ch.Entries), n)
+				}
+				if err := chk.Check(ch); err != nil {
+					t.Errorf("chunk %d: %v", chunks, err)
+				}
+				for _, i := range ch.Leaders {
+					leaders = append(leaders, ch.Entries[i].Path)
+				}
+				got.Entries = append(got.Entries, ch.Entries...)
+				got.Errors = append(got.Errors, ch.Errors...)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("chunks give %d entries, %v; Walk %d, %v", len(got.Entries), got.Errors, len(want.Entries), want.Errors)
+			}
+			if n < 5 && chunks < 10 {
+				t.Errorf("%d chunks of at most %d of %d entries", chunks, n, len(want.Entries))
+			}
+			if wantL := []string{"d0/s0/f0", "d2/s1/f1"}; !reflect.DeepEqual(leaders, wantL) {
+				t.Errorf("leaders %q, want %q", leaders, wantL)
+			}
+		})
+	}
+}
+
+// Several parts are merged, then cut into chunks: the same list as
+// WalkParts, the selection's errors at its end, leaders marked.
+func TestWalkPartsChunksIsWalkParts(t *testing.T) {
+	setChunkEntries(t, 3)
+	dir := chunkTree(t)
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, parts := range [][]Part{
+		{{Base: r, Rel: "d0"}, {Base: r, Rel: "d5", ImpliesRoot: true}, {Base: r, Rel: "d3"}},
+		{{Base: r, Rel: "d2/s1", ImpliesRoot: true}},
+	} {
+		want, err := WalkParts(context.Background(), parts, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra := &PathError{Path: "gone", Err: errors.New("no such file")}
+		want.Errors = append(want.Errors, extra)
+		c := WalkPartsChunks(context.Background(), parts, nil, []*PathError{extra})
+		var chk ListChecker
+		var got List
+		for {
+			ch, err := c.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := chk.Check(ch); err != nil {
+				t.Error(err)
+			}
+			got.Entries = append(got.Entries, ch.Entries...)
+			got.Errors = append(got.Errors, ch.Errors...)
+		}
+		c.Close()
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("chunks give %v; WalkParts %v", got, want)
+		}
+	}
+}
+
+// ListChecker refuses what CheckList refuses across chunks: a path twice
+// (or out of tree order), an entry beneath a file, a hardlink to an entry
+// that is not a marked leader.
+func TestListCheckerRefuses(t *testing.T) {
+	f := func(p string) Entry { return Entry{Path: p, Kind: KindFile} }
+	d := func(p string) Entry { return Entry{Path: p, Kind: KindDir} }
+	for _, c := range []struct {
+		name   string
+		chunks []Chunk
+	}{
+		{"twice", []Chunk{{Entries: []Entry{d("."), f("a")}}, {Entries: []Entry{f("a")}}}},
+		{"order", []Chunk{{Entries: []Entry{d("."), f("b")}}, {Entries: []Entry{f("a")}}}},
+		{"beneath-file", []Chunk{{Entries: []Entry{d("."), f("a")}}, {Entries: []Entry{d("a/b")}}}},
+		{"beneath-file-deep", []Chunk{{Entries: []Entry{f("a"), f("a/b/c")}}}},
+		{"unmarked-leader", []Chunk{{Entries: []Entry{f("a")}}, {Entries: []Entry{{Path: "b", Kind: KindFile, LinkTo: "a"}}}}},
+		{"kind", []Chunk{{Entries: []Entry{f("a")}, Leaders: []int{0}}, {Entries: []Entry{{Path: "b", Kind: KindSymlink, LinkTo: "a", LinkTarget: "x"}}}}},
+		{"dir-leader", []Chunk{{Entries: []Entry{d("a")}, Leaders: []int{0}}}},
+		{"leader-range", []Chunk{{Entries: []Entry{f("a")}, Leaders: []int{1}}}},
+		{"beneath-closed", []Chunk{{Entries: []Entry{d("."), d("a"), f("a/x")}, Closed: 1}, {Entries: []Entry{f("a/y")}}}},
+		{"closed-too-many", []Chunk{{Entries: []Entry{d("."), f("x")}, Closed: 2}}},
+	} {
+		var chk ListChecker
+		var err error
+		for _, ch := range c.chunks {
+			if err = chk.Check(ch); err != nil {
+				break
+			}
+		}
+		if !errors.Is(err, ErrBadList) {
+			t.Errorf("%s: %v, want ErrBadList", c.name, err)
+		}
+	}
+}
+
+// A chunk says which directories it completes: those whose last name
+// its last entry is (through their last subdirectory), not one whose
+// listing is still to come.
+func TestChunksClosed(t *testing.T) {
+	setChunkEntries(t, 1)
+	dir := t.TempDir()
+	for _, p := range []string{"d/a", "d/b", "d/s/x", "e"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c := WalkRootChunks(context.Background(), r)
+	defer c.Close()
+	got := map[string]int{}
+	for {
+		ch, err := c.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ch.Entries) > 0 {
+			got[ch.Entries[len(ch.Entries)-1].Path] = ch.Closed
+		}
+	}
+	want := map[string]int{".": 0, "d": 0, "d/a": 0, "d/b": 0, "d/s": 0, "d/s/x": 2, "e": 1}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("closed by the chunk ending at each entry: %v, want %v", got, want)
+	}
+}
