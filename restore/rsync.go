@@ -16,7 +16,7 @@ import (
 	"github.com/restoresync/restoresync/treewalk"
 )
 
-// MethodRsync: the rsync protocol (version 27, as gokrazy/rsync v0.3.3
+// MethodRsync: the rsync protocol (version 27, as gokrazy/rsync v0.3.6
 // speaks it) with gokrazy/rsync's receiver here and a stock rsync sender on
 // the remote (the system "rsync --server --sender", run directly over SSH
 // when the remote has no agent, or by our agent), so that files present in
@@ -45,9 +45,10 @@ func runRsync(ctx context.Context, o Options, src, dst transport.Location, rep *
 	rep.Jobs = 1
 	switch {
 	case dst.Remote():
-		return fmt.Errorf("%w: --method rsync cannot push: gokrazy/rsync v0.3.3 sends 256 KiB literal chunks, which rsync receivers before 3.5 reject "+
-			"(3.2.7: \"invalid uncompressed token length 262144\"; 3.4.3 and 3.4.4 reported likewise), and without an agent there the remote tree "+
-			"could not be completed (hardlinks, owners, nanosecond mtimes); use --method raw to push", ErrUsage)
+		return fmt.Errorf("%w: --method rsync cannot push: gokrazy/rsync v0.3.6 sends a new file's data as literal tokens of up to 256 KiB, "+
+			"which rsync receivers before 3.5 reject above 32 KiB (3.2.7: \"invalid uncompressed token length 262144\" for a 1 MB file; "+
+			"3.4.3 and 3.4.4 reported likewise), and without an agent there the remote tree could not be completed "+
+			"(hardlinks, owners, nanosecond mtimes); use --method raw to push", ErrUsage)
 	case !src.Remote():
 		return fmt.Errorf("%w: --method rsync needs a remote SRC; use --method raw for a local copy", ErrUsage)
 	case o.selective():
@@ -228,7 +229,9 @@ func (p *rsyncPull) run(ctx context.Context, w *dest.Writer, dstPath string, rep
 	if err != nil {
 		return fmt.Errorf("rsync client: %w", err)
 	}
-	// rsyncclient.Run ignores its context: closing the stream unblocks it.
+	// rsyncclient.Run ignores its context; closing its connection ends a
+	// run (gokrazy closes it too, on its first error, so that neither its
+	// generator nor its receiver is left blocked on the peer).
 	stop := context.AfterFunc(ctx, func() { p.stream.Close() })
 	_, err = client.Run(ctx, p.stream, []string{dstPath})
 	stop()
