@@ -89,7 +89,8 @@ type rsyncPull struct {
 	listWire int64 // bytes the listing took on the wire
 	stream   *transfer.RsyncStream
 	agent    bool
-	idle     time.Duration // --timeout, for the rsync run (see run)
+	idle     time.Duration                    // --timeout, for the rsync run (see run)
+	warnf    func(format string, args ...any) // Options.Warnf; nil: none
 }
 
 // openRsyncPull gets the file list and opens the rsync stream, both at
@@ -98,7 +99,7 @@ type rsyncPull struct {
 // the list from the remote's GNU find and the protocol from the remote's
 // "rsync --server --sender". Nothing is written before both succeed.
 func openRsyncPull(ctx context.Context, o Options, d transport.Dialer, src transport.Location) (*rsyncPull, error) {
-	p := &rsyncPull{agent: o.SSH.RemotePath != NoAgent, idle: o.IdleTimeout}
+	p := &rsyncPull{agent: o.SSH.RemotePath != NoAgent, idle: o.IdleTimeout, warnf: o.Warnf}
 	var cd transport.CommandDialer
 	if !p.agent {
 		var ok bool
@@ -210,31 +211,49 @@ func runFind(ctx context.Context, cd transport.CommandDialer, command string, co
 // run transfers with gokrazy's receiver into dstPath, then completes the
 // tree through w.
 func (p *rsyncPull) run(ctx context.Context, w *dest.Writer, dstPath string, rep *Report) error {
-	entries := p.list.Entries
+	all := p.list.Entries
 	rep.addList(p.list)
+	// What gokrazy's receiver would end the run on is held back, one error
+	// each (rsync_held.go).
+	held := rsyncHeldByLength(all)
+	clearErrs, err := w.ClearForRsync(ctx, withoutHeld(all, held))
+	if err != nil {
+		return err
+	}
+	for _, pe := range clearErrs {
+		held[pe.Path] = pe.Err
+	}
+	for i := range all {
+		if err := held[all[i].Path]; err != nil {
+			rep.addError(all[i].Path, err)
+		}
+	}
+	entries := withoutHeld(all, held)
 	need, bytes, err := w.RsyncQuickCheck(ctx, entries)
 	if err != nil {
 		return err
 	}
 	stderr := new(transport.TailBuffer)
-	args := rsyncArgs
+	args := append(append([]string(nil), rsyncArgs...), rsyncExcludeArgs(all, held)...)
 	log := &genrLog{tail: stderr}
 	if p.idle > 0 {
 		// gokrazy's generator then logs each entry it goes through: our
 		// side's progress while the sender waits on it (see genrLog).
-		args = append(append([]string(nil), rsyncArgs...), "--debug=GENR")
+		args = append(args, "--debug=GENR")
 		p.stream.SetIdleTimeout(p.idle, log.entries.Load)
 	}
 	client, err := rsyncclient.New(args, rsyncclient.DontRestrict(), rsyncclient.WithStderr(log))
 	if err != nil {
 		return fmt.Errorf("rsync client: %w", err)
 	}
+	conn := newSenderMessages(p.stream)
 	// rsyncclient.Run ignores its context; closing its connection ends a
 	// run (gokrazy closes it too, on its first error, so that neither its
 	// generator nor its receiver is left blocked on the peer).
 	stop := context.AfterFunc(ctx, func() { p.stream.Close() })
-	_, err = client.Run(ctx, p.stream, []string{dstPath})
+	_, err = client.Run(ctx, conn, []string{dstPath})
 	stop()
+	said := conn.Messages()
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -249,9 +268,14 @@ func (p *rsyncPull) run(ctx context.Context, w *dest.Writer, dstPath string, rep
 		if msg != "" {
 			msg = " (" + msg + ")"
 		}
-		return fmt.Errorf("%w: rsync (protocol 27, gokrazy/rsync): %w%s", transfer.ErrProtocol, err, msg)
+		return fmt.Errorf("%w: rsync (protocol 27, gokrazy/rsync): %w%s%s", transfer.ErrProtocol, err, msg, messagesSuffix(said))
 	}
 	p.stream.CloseWrite()
+	if p.warnf != nil {
+		for _, m := range said {
+			p.warnf("rsync sender: %s", m)
+		}
+	}
 	rep.Files, rep.Bytes = need, bytes
 	dataFiles := 0
 	for i := range entries {

@@ -111,7 +111,17 @@ func runSystemRsyncSender(ctx context.Context, bin string, s *server, in io.Read
 // nowhere: its errors reach the client in the protocol and are returned.
 // gokrazy closes its connection when a run fails; that closes nothing
 // here: in and out belong to Serve's caller, which does not close them.
-func runGokrazyRsyncSender(ctx context.Context, s *server, in io.Reader, out io.Writer) error {
+//
+// A filter rule with a wildcard, which gokrazy's sender does not implement
+// and panics on, fails this session with an error instead of ending the
+// agent: gokrazy reads the rules and builds its file list in this
+// goroutine.
+func runGokrazyRsyncSender(ctx context.Context, s *server, in io.Reader, out io.Writer) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("rsync sender (gokrazy/rsync): %v", r)
+		}
+	}()
 	mod := rsyncd.Module{Name: "src", Path: s.src.root.Name()}
 	srv, err := rsyncd.NewServer([]rsyncd.Module{mod}, rsyncd.DontRestrict(), rsyncd.WithStderr(nopWriteCloser{io.Discard}))
 	if err != nil {

@@ -83,8 +83,9 @@
 //	w.Close()                            // uncommitted split temps removed
 //
 // The tar method: NewExtractor, Extract per stream, Finish, Close. The
-// rsync method: NewWriter, RsyncQuickCheck, the rsync transfer, FixRsync,
-// Finish, Close.
+// rsync method: NewWriter, ClearForRsync (a non-empty directory in the
+// way of a file or symlink, replaced with Force, else that entry's error),
+// RsyncQuickCheck, the rsync transfer, FixRsync, Finish, Close.
 //
 // Files: doc.go — this overview; errors.go — ErrNonEmptyDir,
 // ErrUnknownName, SpecError and the parse errors; options.go —
@@ -107,5 +108,5 @@
 // idmap.go — --usermap, --groupmap; chmod.go — --chmod; extract.go —
 // Extractor; extractentry.go — one archive entry's checks and writes;
 // tarentry.go — tar header to file-list entry, pax metadata; rsyncfix.go
-// — RsyncQuickCheck, FixRsync.
+// — ClearForRsync, RsyncQuickCheck, FixRsync.
 package dest
