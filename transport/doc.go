@@ -28,7 +28,9 @@
 // known_hosts (StrictHostKeyChecking is always on). Errors say which peer
 // and which step failed and wrap the sentinels of errors.go: ErrConnect
 // (exit 255, as rsync), ErrHostKey, ErrRemoteExited (exit 12), ErrTimeout
-// (exit 30).
+// (exit 30); and the kinds of refused.go mark what a rerun cannot fix
+// (ErrRemoteRefused, ErrRemoteNotFound, ErrSFTPOnly, ErrAuth), keeping the
+// message as it is.
 //
 // An interrupted stream leaves nothing behind here: closing it closes the
 // SSH connection or stops the -e program (SIGTERM, then SIGKILL), so the
@@ -44,5 +46,5 @@
 // — FirstByteTimeout; idle.go — IdleWatch and IdleTimeoutStream;
 // bwlimit.go — Limiter and LimitDialer; count.go — counting readers and
 // writers; stderr.go — a peer's stderr tail in error messages; errors.go —
-// the sentinels.
+// the sentinels; refused.go — the kinds of what a rerun cannot fix, Mark.
 package transport

@@ -402,7 +402,7 @@ func (d *sshDialer) handshakeError(err error, agentKeys int) error {
 		if len(d.skipped) > 0 {
 			hint += "; skipped " + strings.Join(d.skipped, "; ")
 		}
-		return fmt.Errorf("%w: %s: %w (%s; is the public key in the server's authorized_keys?)", ErrConnect, d.display, err, hint)
+		return Mark(fmt.Errorf("%w: %s: %w (%s; is the public key in the server's authorized_keys?)", ErrConnect, d.display, err, hint), ErrAuth)
 	}
 	return fmt.Errorf("%w: %s: %w", ErrConnect, d.display, err)
 }

@@ -13,7 +13,7 @@
 // separation directory /run/sshd is made if missing. A killed test
 // process may leave its sshd running.
 //
-// Files: testsshd.go — Server, Start, Addr, Config (an ssh_config for
+// Files: testsshd.go — Server, Start, StartWith (extra sshd_config lines), Addr, Config (an ssh_config for
 // -F), and the keys, free port and sshd log behind them; silent.go —
 // Silent, a host that answers with a banner at most.
 package testsshd

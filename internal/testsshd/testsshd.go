@@ -59,7 +59,12 @@ type Server struct {
 
 // Start starts sshd and stops it when t ends. It skips t (or fails it in
 // CI) when sshd is not installed, and fails t when sshd cannot start.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB) *Server { return StartWith(t, "") }
+
+// StartWith is Start with extra lines at the end of sshd_config (such as
+// "ForceCommand internal-sftp" or "SetEnv PATH=/nowhere"), which apply to
+// every connection.
+func StartWith(t testing.TB, extraConfig string) *Server {
 	t.Helper()
 	if _, err := os.Stat(SSHDPath); err != nil {
 		if os.Getenv("CI") != "" || os.Getenv("RESTORESYNC_REQUIRE_SSHD") == "1" {
@@ -103,7 +108,7 @@ func Start(t testing.TB) *Server {
 			t.Fatalf("testsshd: pick a port: %v", err)
 		}
 		s.Port = port
-		if lastErr = s.run(t, []string{hostKeyFile, ecdsaKeyFile}, authorizedKeys); lastErr == nil {
+		if lastErr = s.run(t, []string{hostKeyFile, ecdsaKeyFile}, authorizedKeys, extraConfig); lastErr == nil {
 			line := fmt.Sprintf("[%s]:%d %s", s.Host, s.Port, ssh.MarshalAuthorizedKey(hostKey))
 			if err := os.WriteFile(s.KnownHostsFile, []byte(line), 0o600); err != nil {
 				t.Fatalf("testsshd: %v", err)
@@ -117,7 +122,7 @@ func Start(t testing.TB) *Server {
 
 // run writes the config for s.Port, starts sshd and waits for its port.
 // An error means this port did not work (sshd exited, or never listened).
-func (s *Server) run(t testing.TB, hostKeyFiles []string, authorizedKeys string) error {
+func (s *Server) run(t testing.TB, hostKeyFiles []string, authorizedKeys, extraConfig string) error {
 	t.Helper()
 	cfgFile := filepath.Join(s.dir, "sshd_config")
 	cfg := fmt.Sprintf(`ListenAddress %s:%d
@@ -137,6 +142,9 @@ LogLevel ERROR
 	if penaltiesSupported() {
 		// Failed logins in tests must not lock out the next connections.
 		cfg += "PerSourcePenalties no\n"
+	}
+	if extraConfig != "" {
+		cfg += strings.TrimSuffix(extraConfig, "\n") + "\n"
 	}
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatalf("testsshd: %v", err)
