@@ -64,11 +64,14 @@ func (e *markedError) Unwrap() []error { return append([]error{e.err}, e.kinds..
 // (not by a signal) after sending head (the first bytes of its stdout, at
 // most headBytes), with what a rerun cannot fix: a server that allows SFTP
 // only, or a command that sent nothing and exited non-zero (127: not
-// found). Other ends are returned as they are.
+// found); ExitBusy before any output is a server at its bound of sessions
+// (ErrBusy, with ErrConnect). Other ends are returned as they are.
 func refusal(err error, status int, head []byte) error {
 	switch {
 	case status == 0:
 		return err
+	case status == ExitBusy && len(head) == 0:
+		return Mark(err, ErrConnect, ErrBusy)
 	case IsSFTPOnlyAnswer(head):
 		return Mark(err, ErrRemoteRefused, ErrSFTPOnly)
 	case len(head) > 0:

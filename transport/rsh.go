@@ -176,8 +176,12 @@ func (s *rshStream) endError() error {
 			kind = ErrHostKey // OpenSSH's words for an unknown or changed key
 		}
 		err := fmt.Errorf("%w: %s exited with status 255 before any output%s", kind, s.display, StderrSuffix(s.Stderr()))
-		if strings.Contains(s.Stderr(), "Permission denied (") {
+		switch stderr := s.Stderr(); {
+		case strings.Contains(stderr, "Permission denied ("):
 			err = Mark(err, ErrAuth) // OpenSSH's words when no key was taken
+		case strings.Contains(stderr, "Received disconnect from ") && strings.Contains(stderr, ":12: "):
+			// OpenSSH's words for SSH_DISCONNECT_TOO_MANY_CONNECTIONS.
+			err = Mark(err, ErrBusy)
 		}
 		return err
 	case errors.As(err, &ee):

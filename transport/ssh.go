@@ -378,6 +378,9 @@ func (d *sshDialer) setup(st *dialStep, deadline time.Time) (*sshStream, error) 
 // handshakeError wraps a failed handshake with ErrConnect or ErrHostKey and
 // a hint about which keys were tried.
 func (d *sshDialer) handshakeError(err error, agentKeys int) error {
+	if isBusyDisconnect(err) {
+		return Mark(fmt.Errorf("%w: %s: %w", ErrConnect, d.display, err), ErrBusy)
+	}
 	var hk *HostKeyError
 	if errors.As(err, &hk) {
 		return fmt.Errorf("%s: %w", d.display, hk)

@@ -231,6 +231,13 @@ func restoreEndError(ctx context.Context, rep *restore.Report, err error) error 
 		return &hintError{err: err, hint: instead}
 	}
 	placed := rep.Bytes+int64(rep.Skipped) > 0
+	if errors.Is(err, transport.ErrBusy) {
+		hint := "the server was at its bound of clients (serve --listen --max-sessions or --max-startups): " + rerunHint + " later"
+		if placed {
+			hint = "files already restored are in place; " + hint
+		}
+		return &hintError{err: err, hint: hint}
+	}
 	if (c == exitProtocol || c == exitSSH || c == exitTimeout) && (placed || errors.Is(err, transport.ErrRemoteExited)) {
 		hint := rerunHint
 		if placed {
