@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -34,7 +35,7 @@ const ExitBusy = 75
 // defaultAdmissionWait is ListenConfig.AdmissionWait's zero value: under
 // a client's default connection setup timeout (30 s), so that the client
 // hears why it was refused rather than timing out.
-const defaultAdmissionWait = 10 * time.Second
+const defaultAdmissionWait = 20 * time.Second
 
 // idleFreeAfter is how long the server has served no session before it
 // returns freed memory to the system (debug.FreeOSMemory): the Go runtime
@@ -148,12 +149,16 @@ func (f *idleFreer) end() {
 	}
 }
 
-// free runs debug.FreeOSMemory if the server is still idle.
+// free returns freed memory to the system if the server is still idle:
+// a first collection moves the buffers pooled in sync.Pools to their
+// victim caches, the one debug.FreeOSMemory runs frees them, and it
+// returns the free pages.
 func (f *idleFreer) free() {
 	f.mu.Lock()
 	idle := f.active == 0
 	f.mu.Unlock()
 	if idle {
+		runtime.GC()
 		debug.FreeOSMemory()
 	}
 }

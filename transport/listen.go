@@ -81,7 +81,7 @@ type ListenConfig struct {
 	// server is busy and it exits with status ExitBusy. 0: no bound.
 	MaxSessions int
 	// AdmissionWait is how long a connection or session beyond a bound
-	// waits for a slot. 0: 10 s, under a client's default connection setup
+	// waits for a slot. 0: 20 s, under a client's default connection setup
 	// timeout (30 s), so that the client hears why it was refused.
 	AdmissionWait time.Duration
 }

@@ -65,8 +65,8 @@ refused. Clients authenticate with a key from --authorized-keys.`,
 	f.StringVar(&o.authorizedKeys, "authorized-keys", "", "OpenSSH authorized_keys file of the clients allowed (--listen)")
 	f.StringVar(&o.hostKey, "host-key", "", "OpenSSH private host key (--listen; default: a new key for this run)")
 	f.BoolVar(&o.readOnly, "read-only", false, "refuse to receive files (--stdio; --listen is always read-only)")
-	f.IntVar(&o.maxStartups, "max-startups", defaultMaxStartups, "--listen: connections in their SSH handshake at once; more wait up to 10 s, then are refused saying so (0: no bound; OpenSSH's MaxStartups)")
-	f.IntVar(&o.maxSessions, "max-sessions", defaultMaxSessions, "--listen: sessions (one per restore stream) served at once; more wait up to 10 s, then are refused saying the server is busy (0: no bound)")
+	f.IntVar(&o.maxStartups, "max-startups", defaultMaxStartups, "--listen: connections in their SSH handshake at once; more wait up to 20 s, then are refused saying so (0: no bound; OpenSSH's MaxStartups)")
+	f.IntVar(&o.maxSessions, "max-sessions", defaultMaxSessions, "--listen: sessions (one per restore stream) served at once; more wait up to 20 s, then are refused saying the server is busy (0: no bound)")
 	return cmd
 }
 
