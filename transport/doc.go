@@ -14,7 +14,8 @@
 //	d.WithCommand(cmd)       the same host, another remote command (agent-less tar, rsync)
 //	LimitDialer(d, lim)      --bwlimit: the streams share one token bucket
 //	ListenAndServe(cfg)      serve --listen: a read-only SSH endpoint that runs
-//	                         cfg.Handler for each "serve --stdio" session
+//	                         cfg.Handler for each "serve --stdio" session,
+//	                         within cfg.MaxStartups and cfg.MaxSessions
 //
 // and the wrappers a caller puts around a Stream: FirstByteTimeout (the
 // setup of a remote command, --contimeout), IdleTimeoutStream and
@@ -41,7 +42,8 @@
 // client's dialer and its bounded setup; sshstream.go — its streams and
 // keepalives; hostkeyerror.go — HostKeyError; sshconfig.go — ssh_config,
 // known_hosts and keys for it; rsh.go — the -e program dialer; listen.go — the serve
-// --listen endpoint; shellword.go — SplitCommandLine and ShellQuote;
+// --listen endpoint; admission.go — its bounds (MaxStartups, MaxSessions),
+// ErrBusy, the memory returned when idle; shellword.go — SplitCommandLine and ShellQuote;
 // awaiting.go — what a setup that timed out was waiting for; firstbyte.go
 // — FirstByteTimeout; idle.go — IdleWatch and IdleTimeoutStream;
 // bwlimit.go — Limiter and LimitDialer; count.go — counting readers and

@@ -4,7 +4,7 @@
 # result compared with the source (bench compare). For the README's figures;
 # not part of the tests.
 #
-#   bench/listen-load.sh [BIN [N [SERVE_FLAGS...]]]
+#   scripts/listen-load.sh [BIN [N [SERVE_FLAGS...]]]
 #
 # BIN defaults to bin/restoresync, N to 100. Settled RSS is read 15 s after
 # the last restore ended. Needs ssh-keygen. Work files go in a temporary
