@@ -91,6 +91,9 @@ type rsyncPull struct {
 	agent    bool
 	idle     time.Duration                    // --timeout, for the rsync run (see run)
 	warnf    func(format string, args ...any) // Options.Warnf; nil: none
+	// openSender opens a raw sender stream to the agent, for fetchHeld;
+	// nil without the agent.
+	openSender func(context.Context) (*transfer.Conn, error)
 }
 
 // openRsyncPull gets the file list and opens the rsync stream, both at
@@ -100,6 +103,12 @@ type rsyncPull struct {
 // "rsync --server --sender". Nothing is written before both succeed.
 func openRsyncPull(ctx context.Context, o Options, d transport.Dialer, src transport.Location) (*rsyncPull, error) {
 	p := &rsyncPull{agent: o.SSH.RemotePath != NoAgent, idle: o.IdleTimeout, warnf: o.Warnf}
+	if p.agent {
+		p.openSender = func(ctx context.Context) (*transfer.Conn, error) {
+			_, c, err := transfer.Open(ctx, d, transfer.Hello{Role: transfer.RoleSender, Path: src.Path, Version: o.Version, Compression: o.Compression.String()}, o.timeouts())
+			return c, err
+		}
+	}
 	var cd transport.CommandDialer
 	if !p.agent {
 		var ok bool
@@ -223,11 +232,6 @@ func (p *rsyncPull) run(ctx context.Context, w *dest.Writer, dstPath string, rep
 	for _, pe := range clearErrs {
 		held[pe.Path] = pe.Err
 	}
-	for i := range all {
-		if err := held[all[i].Path]; err != nil {
-			rep.addError(all[i].Path, err)
-		}
-	}
 	entries := withoutHeld(all, held)
 	need, bytes, err := w.RsyncQuickCheck(ctx, entries)
 	if err != nil {
@@ -276,7 +280,16 @@ func (p *rsyncPull) run(ctx context.Context, w *dest.Writer, dstPath string, rep
 			p.warnf("rsync sender: %s", m)
 		}
 	}
-	rep.Files, rep.Bytes = need, bytes
+	fetched, fetchedBytes, err := fetchHeld(ctx, p.openSender, w, all, held)
+	if err != nil {
+		return err
+	}
+	for i := range all {
+		if err := held[all[i].Path]; err != nil {
+			rep.addError(all[i].Path, err)
+		}
+	}
+	rep.Files, rep.Bytes = need+fetched, bytes+fetchedBytes
 	dataFiles := 0
 	for i := range entries {
 		if entries[i].HasData() {
@@ -284,6 +297,9 @@ func (p *rsyncPull) run(ctx context.Context, w *dest.Writer, dstPath string, rep
 		}
 	}
 	rep.Skipped = dataFiles - need
+	if fetched > 0 {
+		entries = withoutHeld(all, held) // Finish links to them too
+	}
 	fixErrs, err := w.FixRsync(ctx, entries)
 	if err != nil {
 		return fmt.Errorf("complete the rsync transfer: %w", err)

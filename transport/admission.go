@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"runtime"
 	"runtime/debug"
@@ -107,7 +108,17 @@ func refuseStartup(conn net.Conn, msg string) {
 	pkt = append(pkt, byte(pad))
 	pkt = append(pkt, payload...)
 	pkt = append(pkt, make([]byte, pad)...)
-	conn.Write(pkt)
+	if _, err := conn.Write(pkt); err != nil {
+		return
+	}
+	// Closed now, the socket would answer what the client sends meanwhile
+	// (its version and key exchange) with a reset, and the client, whose
+	// write then fails, could close before it reads the disconnect: the
+	// server ends its side and reads until the client closes its own.
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	io.Copy(io.Discard, io.LimitReader(conn, 64<<10))
 }
 
 // isBusyDisconnect reports whether err, from an SSH handshake, is a
