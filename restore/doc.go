@@ -61,7 +61,9 @@
 // it (a path over 4,095 bytes, a file name over 235 bytes, for its
 // temporary names) and files where DST keeps a non-empty directory
 // (without --force) are held back before the run, kept out of the
-// sender's file list by exclude rules and reported (rsync_held.go), and
+// sender's file list by exclude rules and reported (rsync_held.go; with
+// the agent, the long-named files then come from its raw sender through
+// the safe writer), and
 // the sender's error messages are taken out of the stream and become
 // warnings (rsync_msgs.go).
 //
