@@ -234,10 +234,10 @@ type listenServer struct {
 
 var listeningRE = regexp.MustCompile(`^listening on (\S+), serving (.*) read-only$`)
 
-// startListen starts 'serve --listen 127.0.0.1:0 --root ROOT' with keys,
-// waits for its "listening on" line and returns it; the server is killed
-// when t ends.
-func startListen(t *testing.T, root string, keys listenKeys) *listenServer {
+// startListen starts 'serve --listen 127.0.0.1:0 --root ROOT' with keys
+// and the extra flags, waits for its "listening on" line and returns it;
+// the server is killed when t ends.
+func startListen(t *testing.T, root string, keys listenKeys, extra ...string) *listenServer {
 	t.Helper()
 	dir := t.TempDir()
 	l := &listenServer{keys: keys, logFile: filepath.Join(dir, "serve.log"), exited: make(chan struct{})}
@@ -248,6 +248,7 @@ func startListen(t *testing.T, root string, keys listenKeys) *listenServer {
 	defer logf.Close()
 	args := []string{"serve", "--listen", "127.0.0.1:0", "--root", root,
 		"--authorized-keys", keys.authorizedKeys, "--host-key", keys.hostKeyFile}
+	args = append(args, extra...)
 	cmd, cancel := serverCommand(t, args...)
 	cmd.Stderr = logf
 	stdout, err := cmd.StdoutPipe()

@@ -61,7 +61,17 @@
 // rsync deltas; the source's file list (the agent's, or GNU find's
 // agent-less: rsync_list.go) then completes owners, set-id bits, ns mtimes,
 // links and directories. --timeout for protocol 27: rsync_timeout.go. Pull
-// only.
+// only. One entry it cannot restore is one error, as with raw and tar:
+// gokrazy's receiver ends its whole run at the first entry it cannot
+// write and at the sender's first error message, so entries too long for
+// it (a path over 4,095 bytes, a file name over 235 bytes, for its
+// temporary names) and files where DST keeps a non-empty directory
+// (without --force) are held back before the run, kept out of the
+// sender's file list by exclude rules and reported (rsync_held.go; with
+// the agent, the long-named files then come from its raw sender through
+// the safe writer), and
+// the sender's error messages are taken out of the stream and become
+// warnings (rsync_msgs.go).
 //
 // sftp (sftp.go): pull from any SFTP server (SFTP version 3, pkg/sftp):
 // a READDIR walk over -j SSH connections into a file list (sftp_list.go),
@@ -118,7 +128,9 @@
 // delta retries); tar.go — MethodTar, runTar (agent shards); tar_remote.go
 // — agent-less tar; tar_input.go — a tar archive as SRC, decompressed;
 // rsync.go — MethodRsync, runRsync, rsyncPull; rsync_list.go — the
-// agent-less file list from GNU find; rsync_timeout.go — --timeout with
+// agent-less file list from GNU find; rsync_held.go — the entries held
+// back from gokrazy, their exclude rules; rsync_msgs.go — the sender's
+// error messages taken out of the stream; rsync_timeout.go — --timeout with
 // protocol 27 (genrLog); sftp.go — MethodSFTP, runSFTP, the SFTP
 // connections and the file copies; sftp_list.go — the parallel SFTP walk;
 // sftp_detect.go — recognising an SFTP-only remote for auto; auto.go —

@@ -16,7 +16,7 @@ import (
 	"github.com/restoresync/restoresync/treewalk"
 )
 
-// MethodRsync: the rsync protocol (version 27, as gokrazy/rsync v0.3.3
+// MethodRsync: the rsync protocol (version 27, as gokrazy/rsync v0.3.6
 // speaks it) with gokrazy/rsync's receiver here and a stock rsync sender on
 // the remote (the system "rsync --server --sender", run directly over SSH
 // when the remote has no agent, or by our agent), so that files present in
@@ -45,9 +45,10 @@ func runRsync(ctx context.Context, o Options, src, dst transport.Location, rep *
 	rep.Jobs = 1
 	switch {
 	case dst.Remote():
-		return fmt.Errorf("%w: --method rsync cannot push: gokrazy/rsync v0.3.3 sends 256 KiB literal chunks, which rsync receivers before 3.5 reject "+
-			"(3.2.7: \"invalid uncompressed token length 262144\"; 3.4.3 and 3.4.4 reported likewise), and without an agent there the remote tree "+
-			"could not be completed (hardlinks, owners, nanosecond mtimes); use --method raw to push", ErrUsage)
+		return fmt.Errorf("%w: --method rsync cannot push: gokrazy/rsync v0.3.6 sends a new file's data as literal tokens of up to 256 KiB, "+
+			"which rsync receivers before 3.5 reject above 32 KiB (3.2.7: \"invalid uncompressed token length 262144\" for a 1 MB file; "+
+			"3.4.3 and 3.4.4 reported likewise), and without an agent there the remote tree could not be completed "+
+			"(hardlinks, owners, nanosecond mtimes); use --method raw to push", ErrUsage)
 	case !src.Remote():
 		return fmt.Errorf("%w: --method rsync needs a remote SRC; use --method raw for a local copy", ErrUsage)
 	case o.selective():
@@ -88,7 +89,11 @@ type rsyncPull struct {
 	listWire int64 // bytes the listing took on the wire
 	stream   *transfer.RsyncStream
 	agent    bool
-	idle     time.Duration // --timeout, for the rsync run (see run)
+	idle     time.Duration                    // --timeout, for the rsync run (see run)
+	warnf    func(format string, args ...any) // Options.Warnf; nil: none
+	// openSender opens a raw sender stream to the agent, for fetchHeld;
+	// nil without the agent.
+	openSender func(context.Context) (*transfer.Conn, error)
 }
 
 // openRsyncPull gets the file list and opens the rsync stream, both at
@@ -97,7 +102,13 @@ type rsyncPull struct {
 // the list from the remote's GNU find and the protocol from the remote's
 // "rsync --server --sender". Nothing is written before both succeed.
 func openRsyncPull(ctx context.Context, o Options, d transport.Dialer, src transport.Location) (*rsyncPull, error) {
-	p := &rsyncPull{agent: o.SSH.RemotePath != NoAgent, idle: o.IdleTimeout}
+	p := &rsyncPull{agent: o.SSH.RemotePath != NoAgent, idle: o.IdleTimeout, warnf: o.Warnf}
+	if p.agent {
+		p.openSender = func(ctx context.Context) (*transfer.Conn, error) {
+			_, c, err := transfer.Open(ctx, d, transfer.Hello{Role: transfer.RoleSender, Path: src.Path, Version: o.Version, Compression: o.Compression.String()}, o.timeouts())
+			return c, err
+		}
+	}
 	var cd transport.CommandDialer
 	if !p.agent {
 		var ok bool
@@ -209,8 +220,19 @@ func runFind(ctx context.Context, cd transport.CommandDialer, command string, co
 // run transfers with gokrazy's receiver into dstPath, then completes the
 // tree through w.
 func (p *rsyncPull) run(ctx context.Context, w *dest.Writer, dstPath string, rep *Report) error {
-	entries := p.list.Entries
+	all := p.list.Entries
 	rep.addList(p.list)
+	// What gokrazy's receiver would end the run on is held back, one error
+	// each (rsync_held.go).
+	held := rsyncHeldByLength(all)
+	clearErrs, err := w.ClearForRsync(ctx, withoutHeld(all, held))
+	if err != nil {
+		return err
+	}
+	for _, pe := range clearErrs {
+		held[pe.Path] = pe.Err
+	}
+	entries := withoutHeld(all, held)
 	need, bytes, err := w.RsyncQuickCheck(ctx, entries)
 	if err != nil {
 		return err
@@ -223,22 +245,26 @@ func (p *rsyncPull) run(ctx context.Context, w *dest.Writer, dstPath string, rep
 		return err
 	}
 	stderr := new(transport.TailBuffer)
-	args := rsyncArgs
+	args := append(append([]string(nil), rsyncArgs...), rsyncExcludeArgs(all, held)...)
 	log := &genrLog{tail: stderr}
 	if p.idle > 0 {
 		// gokrazy's generator then logs each entry it goes through: our
 		// side's progress while the sender waits on it (see genrLog).
-		args = append(append([]string(nil), rsyncArgs...), "--debug=GENR")
+		args = append(args, "--debug=GENR")
 		p.stream.SetIdleTimeout(p.idle, log.entries.Load)
 	}
 	client, err := rsyncclient.New(args, rsyncclient.DontRestrict(), rsyncclient.WithStderr(log))
 	if err != nil {
 		return fmt.Errorf("rsync client: %w", err)
 	}
-	// rsyncclient.Run ignores its context: closing the stream unblocks it.
+	conn := newSenderMessages(p.stream)
+	// rsyncclient.Run ignores its context; closing its connection ends a
+	// run (gokrazy closes it too, on its first error, so that neither its
+	// generator nor its receiver is left blocked on the peer).
 	stop := context.AfterFunc(ctx, func() { p.stream.Close() })
-	_, err = client.Run(ctx, p.stream, []string{dstPath})
+	_, err = client.Run(ctx, conn, []string{dstPath})
 	stop()
+	said := conn.Messages()
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -253,10 +279,24 @@ func (p *rsyncPull) run(ctx context.Context, w *dest.Writer, dstPath string, rep
 		if msg != "" {
 			msg = " (" + msg + ")"
 		}
-		return fmt.Errorf("%w: rsync (protocol 27, gokrazy/rsync): %w%s", transfer.ErrProtocol, err, msg)
+		return fmt.Errorf("%w: rsync (protocol 27, gokrazy/rsync): %w%s%s", transfer.ErrProtocol, err, msg, messagesSuffix(said))
 	}
 	p.stream.CloseWrite()
-	rep.Files, rep.Bytes = need, bytes
+	if p.warnf != nil {
+		for _, m := range said {
+			p.warnf("rsync sender: %s", m)
+		}
+	}
+	fetched, fetchedBytes, err := fetchHeld(ctx, p.openSender, w, all, held)
+	if err != nil {
+		return err
+	}
+	for i := range all {
+		if err := held[all[i].Path]; err != nil {
+			rep.addError(all[i].Path, err)
+		}
+	}
+	rep.Files, rep.Bytes = need+fetched, bytes+fetchedBytes
 	dataFiles := 0
 	for i := range entries {
 		if entries[i].HasData() {
@@ -264,6 +304,9 @@ func (p *rsyncPull) run(ctx context.Context, w *dest.Writer, dstPath string, rep
 		}
 	}
 	rep.Skipped = dataFiles - need
+	if fetched > 0 {
+		entries = withoutHeld(all, held) // Finish links to them too
+	}
 	fixErrs, err := w.FixRsync(ctx, entries)
 	if err != nil {
 		return fmt.Errorf("complete the rsync transfer: %w", err)

@@ -18,7 +18,7 @@ import (
 // generator logs each entry it goes through, and genrLog counts those
 // lines as our side's progress, which keeps the timeout from firing.
 
-// genrLogMarks are the beginnings of the lines gokrazy/rsync v0.3.3's
+// genrLogMarks are the beginnings of the lines gokrazy/rsync v0.3.6's
 // generator (internal/receiver/generator.go) logs at --debug=GENR: they are
 // counted and kept out of error messages.
 var genrLogMarks = [][]byte{
@@ -30,7 +30,8 @@ var genrLogMarks = [][]byte{
 // generator logs (generator.go, in the log's file:line prefix) count as
 // entries gone through; its --debug=GENR lines are dropped and every other
 // line goes to tail. gokrazy logs through a log.Logger, which writes one
-// whole line per Write. Safe for concurrent use.
+// whole line per Write. Safe for concurrent use. It is an io.WriteCloser,
+// as gokrazy's client asks of its stderr; Close does nothing.
 type genrLog struct {
 	entries atomic.Int64 // generator lines seen
 	tail    *transport.TailBuffer
@@ -52,3 +53,6 @@ func (g *genrLog) Write(p []byte) (int, error) {
 	}
 	return g.tail.Write(p)
 }
+
+// Close does nothing: the log outlives the rsync run that writes to it.
+func (g *genrLog) Close() error { return nil }

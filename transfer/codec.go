@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -232,8 +233,7 @@ func newCompressor(c Compression) (compressor, error) {
 		if lvl == 0 {
 			lvl = 1
 		}
-		e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(lvl)),
-			zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false))
+		e, err := zstdEncoder(lvl)
 		if err != nil {
 			return nil, err
 		}
@@ -246,6 +246,36 @@ func newCompressor(c Compression) (compressor, error) {
 		return &gzipCompressor{level: lvl}, nil
 	}
 	return nil, fmt.Errorf("%w %d", ErrUnknownCodec, c.Codec)
+}
+
+// zstdEncoders are the process-wide zstd encoders, one per level, shared
+// by every stream: each holds GOMAXPROCS encoder states (their history
+// buffers are about 1 MiB each at level 1), which EncodeAll calls take in
+// turn, so that the memory zstd takes does not grow with the number of
+// streams (a serve --listen endpoint serving hundreds of sessions) while
+// as many frames as there are CPUs compress at once.
+var zstdEncoders struct {
+	mu   sync.Mutex
+	byLv map[int]*zstd.Encoder
+}
+
+// zstdEncoder returns the shared encoder of level lvl, made on first use.
+func zstdEncoder(lvl int) (*zstd.Encoder, error) {
+	zstdEncoders.mu.Lock()
+	defer zstdEncoders.mu.Unlock()
+	if e := zstdEncoders.byLv[lvl]; e != nil {
+		return e, nil
+	}
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(lvl)),
+		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithEncoderCRC(false))
+	if err != nil {
+		return nil, err
+	}
+	if zstdEncoders.byLv == nil {
+		zstdEncoders.byLv = map[int]*zstd.Encoder{}
+	}
+	zstdEncoders.byLv[lvl] = e
+	return e, nil
 }
 
 type zstdCompressor struct{ e *zstd.Encoder }

@@ -174,7 +174,11 @@ func readHandshake(r *bufio.Reader, v any) error {
 			}
 			return fmt.Errorf("%w: no handshake: %w", ErrProtocol, err)
 		}
-		return &noAgentError{fmt.Errorf("%w: peer is not a restoresync agent: it sent %q", ErrProtocol, got)}
+		err := fmt.Errorf("%w: peer is not a restoresync agent: it sent %q", ErrProtocol, got)
+		if transport.IsSFTPOnlyAnswer(got) {
+			err = transport.Mark(err, transport.ErrRemoteRefused, transport.ErrSFTPOnly)
+		}
+		return &noAgentError{err}
 	}
 	if err != nil {
 		return fmt.Errorf("%w: handshake: %w", ErrProtocol, unexpected(err))

@@ -109,17 +109,36 @@ func runSystemRsyncSender(ctx context.Context, bin string, s *server, in io.Read
 // runGokrazyRsyncSender serves the rsync protocol in-process with
 // gokrazy/rsync's sender, rooted at the source directory. Its log goes
 // nowhere: its errors reach the client in the protocol and are returned.
-func runGokrazyRsyncSender(ctx context.Context, s *server, in io.Reader, out io.Writer) error {
+// gokrazy closes its connection when a run fails; that closes nothing
+// here: in and out belong to Serve's caller, which does not close them.
+//
+// A filter rule with a wildcard, which gokrazy's sender does not implement
+// and panics on, fails this session with an error instead of ending the
+// agent: gokrazy reads the rules and builds its file list in this
+// goroutine.
+func runGokrazyRsyncSender(ctx context.Context, s *server, in io.Reader, out io.Writer) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("rsync sender (gokrazy/rsync): %v", r)
+		}
+	}()
 	mod := rsyncd.Module{Name: "src", Path: s.src.root.Name()}
-	srv, err := rsyncd.NewServer([]rsyncd.Module{mod}, rsyncd.DontRestrict(), rsyncd.WithStderr(io.Discard))
+	srv, err := rsyncd.NewServer([]rsyncd.Module{mod}, rsyncd.DontRestrict(), rsyncd.WithStderr(nopWriteCloser{io.Discard}))
 	if err != nil {
 		return fmt.Errorf("rsync sender: %w", err)
 	}
 	args := append([]string{"--server", "--sender"}, s.hello.RsyncArgs...)
 	args = append(args, ".", "/")
-	conn := rsyncd.NewConnection(in, out, "stdio")
+	conn := rsyncd.NewConnection(io.NopCloser(in), nopWriteCloser{out}, "stdio")
 	if err := srv.HandleConnArgs(ctx, conn, &mod, args); err != nil {
 		return fmt.Errorf("rsync sender (gokrazy/rsync): %w", err)
 	}
 	return nil
 }
+
+// nopWriteCloser is a Writer whose Close does nothing, for gokrazy/rsync's
+// APIs, which close what they write to when a run ends.
+type nopWriteCloser struct{ io.Writer }
+
+// Close does nothing and returns nil.
+func (nopWriteCloser) Close() error { return nil }

@@ -108,3 +108,5 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Logf("gokrazy: %s", strings.TrimSpace(string(p)))
 	return len(p), nil
 }
+
+func (testWriter) Close() error { return nil }

@@ -18,7 +18,8 @@
 //	LimitDialer(d, lim)      --bwlimit: the streams share one token bucket
 //	ListenAndServe(cfg)      serve --listen: a read-only SSH endpoint that runs
 //	                         cfg.Handler for each "serve --stdio" session, and
-//	                         serves the sftp subsystem read-only (cfg.SFTPRoot)
+//	                         serves the sftp subsystem read-only (cfg.SFTPRoot),
+//	                         within cfg.MaxStartups and cfg.MaxSessions
 //
 // and the wrappers a caller puts around a Stream: FirstByteTimeout (the
 // setup of a remote command, --contimeout), IdleTimeoutStream and
@@ -32,7 +33,10 @@
 // known_hosts (StrictHostKeyChecking is always on). Errors say which peer
 // and which step failed and wrap the sentinels of errors.go: ErrConnect
 // (exit 255, as rsync), ErrHostKey, ErrRemoteExited (exit 12), ErrTimeout
-// (exit 30); ErrCommandRefused and ErrSubsystemRefused (with ErrConnect).
+// (exit 30); ErrCommandRefused and ErrSubsystemRefused (with ErrConnect);
+// and the kinds of refused.go mark what a rerun cannot fix
+// (ErrRemoteRefused, ErrRemoteNotFound, ErrSFTPOnly, ErrAuth), keeping the
+// message as it is.
 //
 // An interrupted stream leaves nothing behind here: closing it closes the
 // SSH connection or stops the -e program (SIGTERM, then SIGKILL), so the
@@ -45,11 +49,13 @@
 // connections; hostkeyerror.go — HostKeyError; sshconfig.go — ssh_config,
 // known_hosts and keys for it; rsh.go — the -e program dialer;
 // subsystem.go — SubsystemDialer, refused commands and subsystems;
-// listen.go — the serve --listen endpoint; listen_sftp.go — its read-only
-// SFTP server over an os.Root; shellword.go — SplitCommandLine and ShellQuote;
+// listen.go — the serve --listen endpoint; admission.go — its bounds
+// (MaxStartups, MaxSessions), ErrBusy, the memory returned when idle;
+// listen_sftp.go — its read-only SFTP server over an os.Root;
+// shellword.go — SplitCommandLine and ShellQuote;
 // awaiting.go — what a setup that timed out was waiting for; firstbyte.go
 // — FirstByteTimeout; idle.go — IdleWatch and IdleTimeoutStream;
 // bwlimit.go — Limiter and LimitDialer; count.go — counting readers and
 // writers; stderr.go — a peer's stderr tail in error messages; errors.go —
-// the sentinels.
+// the sentinels; refused.go — the kinds of what a rerun cannot fix, Mark.
 package transport

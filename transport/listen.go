@@ -75,10 +75,34 @@ type ListenConfig struct {
 	// fingerprints, rejected clients, handler errors). It is called from
 	// many goroutines.
 	Logf func(format string, args ...any)
+	// MaxStartups bounds the connections in their SSH handshake and
+	// authentication at once (OpenSSH's MaxStartups, without its random
+	// early drop): one more waits for a slot, at most AdmissionWait, then
+	// is disconnected with SSH_DISCONNECT_TOO_MANY_CONNECTIONS and a
+	// message that names the bound. 0: no bound.
+	MaxStartups int
+	// MaxSessions bounds the "serve --stdio" sessions served at once, over
+	// all connections (OpenSSH's MaxSessions bounds them per connection;
+	// a restore opens one connection per stream): one more waits for a
+	// slot, at most AdmissionWait, then is refused: its stderr says the
+	// server is busy and it exits with status ExitBusy. 0: no bound.
+	MaxSessions int
+	// AdmissionWait is how long a connection or session beyond a bound
+	// waits for a slot. 0: 20 s, under a client's default connection setup
+	// timeout (30 s), so that the client hears why it was refused.
+	AdmissionWait time.Duration
 }
 
-// ListenAndServe listens on cfg.Addr and serves SSH connections until ctx
-// ends, then closes the listener and all connections, waits for handlers
+// admission holds a server's bounds (admission.go).
+type admission struct {
+	startups, sessions       slots
+	maxStartups, maxSessions int
+	wait                     time.Duration
+	idle                     *idleFreer
+}
+
+// ListenAndServe listens on cfg.Addr and serves SSH connections, within
+// cfg's admission bounds (MaxStartups, MaxSessions), until ctx ends, then closes the listener and all connections, waits for handlers
 // to return, and returns nil. Only public-key authentication against
 // cfg.AuthorizedKeysFile is accepted, and only "session" channels whose
 // exec command ends in "serve --stdio" or, with cfg.SFTPRoot, that ask for
@@ -150,6 +174,14 @@ func ListenAndServe(ctx context.Context, cfg ListenConfig) error {
 	}()
 	context.AfterFunc(ctx, func() { ln.Close() })
 
+	adm := &admission{
+		startups: newSlots(cfg.MaxStartups), sessions: newSlots(cfg.MaxSessions),
+		maxStartups: cfg.MaxStartups, maxSessions: cfg.MaxSessions,
+		wait: cfg.AdmissionWait, idle: &idleFreer{},
+	}
+	if adm.wait <= 0 {
+		adm.wait = defaultAdmissionWait
+	}
 	backoff := 5 * time.Millisecond
 	for {
 		conn, err := ln.Accept()
@@ -172,7 +204,7 @@ func ListenAndServe(ctx context.Context, cfg ListenConfig) error {
 			continue
 		}
 		backoff = 5 * time.Millisecond
-		wg.Go(func() { serveConn(ctx, conn, sc, handler, logf) })
+		wg.Go(func() { serveConn(ctx, conn, sc, adm, handler, logf) })
 	}
 }
 
@@ -241,18 +273,25 @@ func loadHostKey(path string, logf func(string, ...any)) (ssh.Signer, error) {
 	return signer, nil
 }
 
-// serveConn runs one client connection: handshake under a deadline, then
-// one goroutine per session channel. It returns when the connection ends
-// and all its sessions have.
-func serveConn(ctx context.Context, conn net.Conn, sc *ssh.ServerConfig, h func(context.Context, ServerSession) error, logf func(string, ...any)) {
+// serveConn runs one client connection: a startup slot (adm), the
+// handshake under a deadline, then one goroutine per session channel. It
+// returns when the connection ends and all its sessions have.
+func serveConn(ctx context.Context, conn net.Conn, sc *ssh.ServerConfig, adm *admission, h func(context.Context, ServerSession) error, logf func(string, ...any)) {
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	remote := conn.RemoteAddr()
+	if !adm.startups.acquire(ctx, adm.wait) {
+		logf("%s: refused: %d connections are starting up (--max-startups %d)", remote, adm.maxStartups, adm.maxStartups)
+		refuseStartup(conn, fmt.Sprintf("restoresync serve: too many connections starting up (--max-startups %d); try again later", adm.maxStartups))
+		return
+	}
 	if err := conn.SetDeadline(time.Now().Add(serverHandshakeTimeout)); err != nil {
+		adm.startups.release()
 		return
 	}
 	sconn, chans, reqs, err := ssh.NewServerConn(conn, sc)
+	adm.startups.release()
 	if err != nil {
 		logf("%s: handshake: %v", remote, err)
 		return
@@ -278,7 +317,7 @@ func serveConn(ctx context.Context, conn net.Conn, sc *ssh.ServerConfig, h func(
 			logf("%s: accept channel: %v", remote, err)
 			continue
 		}
-		wg.Go(func() { serveSession(ctx, ch, chReqs, user, h, logf, remote) })
+		wg.Go(func() { serveSession(ctx, ch, chReqs, user, adm, h, logf, remote) })
 	}
 	cancel()
 	wg.Wait()
@@ -286,7 +325,7 @@ func serveConn(ctx context.Context, conn net.Conn, sc *ssh.ServerConfig, h func(
 
 // serveSession waits for the session's exec request and runs the Handler
 // for "serve --stdio"; everything else is refused.
-func serveSession(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request, user string,
+func serveSession(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request, user string, adm *admission,
 	h func(context.Context, ServerSession) error, logf func(string, ...any), remote net.Addr) {
 	defer ch.Close()
 	for req := range reqs {
@@ -303,7 +342,11 @@ func serveSession(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request,
 				refuseSession(ch, fmt.Sprintf("this endpoint only runs \"restoresync serve --stdio\", not %q", p.Command))
 				return
 			}
+			if !admitSession(ctx, ch, adm, user, logf, remote) {
+				return
+			}
 			runHandler(ctx, ch, reqs, user, h, logf, remote)
+			adm.leave()
 			return
 		case "subsystem":
 			var p struct{ Name string }
@@ -317,7 +360,11 @@ func serveSession(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request,
 				s.Subsystem = p.Name
 				return h(ctx, s)
 			}
+			if !admitSession(ctx, ch, adm, user, logf, remote) {
+				return
+			}
 			runHandler(ctx, ch, reqs, user, sub, logf, remote)
+			adm.leave()
 			return
 		case "shell":
 			req.Reply(true, nil)
@@ -334,6 +381,29 @@ func serveSession(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request,
 			}
 		}
 	}
+}
+
+// admitSession takes one of adm's session slots for a session (an exec
+// or a subsystem: both count against --max-sessions), waiting up to
+// adm.wait; when none frees up, it tells the client the server is busy,
+// ends the session with ExitBusy and returns false. A true return is
+// paired with adm.leave once the session ends.
+func admitSession(ctx context.Context, ch ssh.Channel, adm *admission, user string, logf func(string, ...any), remote net.Addr) bool {
+	if !adm.sessions.acquire(ctx, adm.wait) {
+		logf("%s: %s: refused: %d sessions are being served (--max-sessions %d)", remote, user, adm.maxSessions, adm.maxSessions)
+		fmt.Fprintf(ch.Stderr(), "restoresync: the server is busy: %d sessions are being served (serve --listen --max-sessions %d); try again later\n", adm.maxSessions, adm.maxSessions)
+		ch.CloseWrite()
+		sendExitStatus(ch, ExitBusy)
+		return false
+	}
+	adm.idle.begin()
+	return true
+}
+
+// leave gives back the session slot admitSession took.
+func (adm *admission) leave() {
+	adm.idle.end()
+	adm.sessions.release()
 }
 
 // runHandler runs h for one session and reports its result as the exit

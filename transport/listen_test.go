@@ -72,6 +72,13 @@ func writeTestKey(t *testing.T, dir, name string) (string, ssh.PublicKey) {
 
 func startListen(t *testing.T, handler func(context.Context, ServerSession) error) *testServer {
 	t.Helper()
+	return startListenWith(t, handler, nil)
+}
+
+// startListenWith is startListen with cfg's other fields (admission
+// bounds) set by set, if not nil.
+func startListenWith(t *testing.T, handler func(context.Context, ServerSession) error, set func(*ListenConfig)) *testServer {
+	t.Helper()
 	dir := t.TempDir()
 	hostKeyFile, hostPub := writeTestKey(t, dir, "host_key")
 	identity, clientPub := writeTestKey(t, dir, "id_client")
@@ -88,16 +95,18 @@ func startListen(t *testing.T, handler func(context.Context, ServerSession) erro
 		cancel:   cancel,
 	}
 	ready := make(chan net.Addr, 1)
-	go func() {
-		ts.stopped <- ListenAndServe(ctx, ListenConfig{
-			Addr:               "127.0.0.1:0",
-			HostKeyFile:        hostKeyFile,
-			AuthorizedKeysFile: authorized,
-			Handler:            handler,
-			Ready:              func(a net.Addr) { ready <- a },
-			Logf:               ts.logs.logf,
-		})
-	}()
+	cfg := ListenConfig{
+		Addr:               "127.0.0.1:0",
+		HostKeyFile:        hostKeyFile,
+		AuthorizedKeysFile: authorized,
+		Handler:            handler,
+		Ready:              func(a net.Addr) { ready <- a },
+		Logf:               ts.logs.logf,
+	}
+	if set != nil {
+		set(&cfg)
+	}
+	go func() { ts.stopped <- ListenAndServe(ctx, cfg) }()
 	select {
 	case a := <-ready:
 		ts.addr = a.(*net.TCPAddr)

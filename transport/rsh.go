@@ -114,6 +114,7 @@ type rshStream struct {
 
 	readErr   error       // terminal read error; reader goroutine only
 	gotOutput atomic.Bool // some stdout arrived: the remote command ran
+	head      []byte      // the first bytes of stdout (refusal); reader only
 
 	waitOnce sync.Once
 	waitErr  error
@@ -137,6 +138,9 @@ func (s *rshStream) Read(p []byte) (int, error) {
 	n, err := s.stdout.Read(p)
 	if n > 0 && !s.gotOutput.Load() {
 		s.gotOutput.Store(true)
+	}
+	if len(s.head) < headBytes {
+		s.head = keepHead(s.head, p[:n])
 	}
 	switch {
 	case err == io.EOF:
@@ -171,13 +175,24 @@ func (s *rshStream) endError() error {
 		if strings.Contains(s.Stderr(), "Host key verification failed") {
 			kind = ErrHostKey // OpenSSH's words for an unknown or changed key
 		}
-		if strings.Contains(s.Stderr(), "exec request failed") {
+		err := fmt.Errorf("%w: %s exited with status 255 before any output%s", kind, s.display, StderrSuffix(s.Stderr()))
+		switch stderr := s.Stderr(); {
+		case strings.Contains(stderr, "exec request failed"):
 			// OpenSSH's words for a refused exec request.
-			return fmt.Errorf("%w: %w: %s exited with status 255 before any output%s", kind, ErrCommandRefused, s.display, StderrSuffix(s.Stderr()))
+			err = fmt.Errorf("%w: %w: %s exited with status 255 before any output%s", kind, ErrCommandRefused, s.display, StderrSuffix(stderr))
+		case strings.Contains(stderr, "Permission denied ("):
+			err = Mark(err, ErrAuth) // OpenSSH's words when no key was taken
+		case strings.Contains(stderr, "Received disconnect from ") && strings.Contains(stderr, ":12: "):
+			// OpenSSH's words for SSH_DISCONNECT_TOO_MANY_CONNECTIONS.
+			err = Mark(err, ErrBusy)
 		}
-		return fmt.Errorf("%w: %s exited with status 255 before any output%s", kind, s.display, StderrSuffix(s.Stderr()))
+		return err
 	case errors.As(err, &ee):
-		return fmt.Errorf("%w: %s: remote command failed: %s%s", ErrRemoteExited, s.display, ee.ProcessState, StderrSuffix(s.Stderr()))
+		err := fmt.Errorf("%w: %s: remote command failed: %s%s", ErrRemoteExited, s.display, ee.ProcessState, StderrSuffix(s.Stderr()))
+		if ee.ExitCode() < 0 {
+			return err // a signal
+		}
+		return refusal(err, ee.ExitCode(), s.head)
 	default:
 		return fmt.Errorf("%s: %w", s.display, err)
 	}

@@ -415,6 +415,9 @@ func (d *sshDialer) start(client *ssh.Client, own bool) (*sshStream, error) {
 // handshakeError wraps a failed handshake with ErrConnect or ErrHostKey and
 // a hint about which keys were tried.
 func (d *sshDialer) handshakeError(err error, agentKeys int) error {
+	if isBusyDisconnect(err) {
+		return Mark(fmt.Errorf("%w: %s: %w", ErrConnect, d.display, err), ErrBusy)
+	}
 	var hk *HostKeyError
 	if errors.As(err, &hk) {
 		return fmt.Errorf("%s: %w", d.display, hk)
@@ -439,7 +442,7 @@ func (d *sshDialer) handshakeError(err error, agentKeys int) error {
 		if len(d.skipped) > 0 {
 			hint += "; skipped " + strings.Join(d.skipped, "; ")
 		}
-		return fmt.Errorf("%w: %s: %w (%s; is the public key in the server's authorized_keys?)", ErrConnect, d.display, err, hint)
+		return Mark(fmt.Errorf("%w: %s: %w (%s; is the public key in the server's authorized_keys?)", ErrConnect, d.display, err, hint), ErrAuth)
 	}
 	return fmt.Errorf("%w: %s: %w", ErrConnect, d.display, err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -157,6 +158,14 @@ func (m *SSHMux) dial(ctx context.Context, d *sshDialer) (Stream, error) {
 					m.mu.Unlock()
 					continue
 				}
+				if errors.Is(err, io.EOF) {
+					// The connection ended as the session was asked
+					// for (its watch has not dropped it yet): another
+					// connection, or a new one, can carry the stream.
+					m.dropLocked(key, best)
+					m.mu.Unlock()
+					continue
+				}
 				m.notify()
 				m.mu.Unlock()
 				return nil, err
@@ -179,6 +188,13 @@ func (m *SSHMux) watch(key string, c *muxConn) {
 	c.client.Wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.dropLocked(key, c)
+}
+
+// dropLocked marks c dead and takes it out of the mux, so that no Dial
+// puts a session on it any more. Called with mu held; dropping c twice is
+// harmless.
+func (m *SSHMux) dropLocked(key string, c *muxConn) {
 	c.dead = true
 	cs := m.conns[key]
 	for i, x := range cs {
@@ -208,6 +224,7 @@ func (s *sshStream) endShared() {
 		select {
 		case <-done:
 		case <-time.After(remoteExitWait):
+			s.shared.condemn() // before the close: no Dial may pick it after
 			s.client.Close()
 		}
 		s.shared.release()
@@ -219,6 +236,22 @@ type muxSession struct {
 	m    *SSHMux
 	c    *muxConn
 	once sync.Once
+}
+
+// condemn takes the session's connection out of the mux before it is
+// closed.
+func (s *muxSession) condemn() {
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	for key, cs := range s.m.conns {
+		for _, c := range cs {
+			if c == s.c {
+				s.m.dropLocked(key, c)
+				return
+			}
+		}
+	}
+	s.c.dead = true
 }
 
 // release gives the session's slot back.

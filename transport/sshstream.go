@@ -24,7 +24,8 @@ type sshStream struct {
 	stdout  io.Reader
 	stderr  *TailBuffer
 
-	readErr error // terminal read error; reader goroutine only
+	readErr error  // terminal read error; reader goroutine only
+	head    []byte // the first bytes of stdout (refusal); reader goroutine only
 
 	waitOnce sync.Once
 	waitErr  error
@@ -48,6 +49,9 @@ func (s *sshStream) Read(p []byte) (int, error) {
 		return 0, s.readErr
 	}
 	n, err := s.stdout.Read(p)
+	if len(s.head) < headBytes {
+		s.head = keepHead(s.head, p[:n])
+	}
 	if err == io.EOF {
 		s.readErr = s.endError()
 		err = s.readErr
@@ -76,7 +80,11 @@ func (s *sshStream) endError() error {
 		if ee.Signal() != "" {
 			how = "signal " + ee.Signal()
 		}
-		return fmt.Errorf("%w: %s: remote %s exited with %s%s", ErrRemoteExited, s.display, commandName(s.command), how, StderrSuffix(s.Stderr()))
+		err := fmt.Errorf("%w: %s: remote %s exited with %s%s", ErrRemoteExited, s.display, commandName(s.command), how, StderrSuffix(s.Stderr()))
+		if ee.Signal() != "" {
+			return err
+		}
+		return refusal(err, ee.ExitStatus(), s.head)
 	case errors.As(s.waitErr, &me):
 		return fmt.Errorf("%w: %s: connection closed before the remote command exited%s", ErrConnect, s.display, StderrSuffix(s.Stderr()))
 	case s.waitErr.Error() == "ssh: session not started":

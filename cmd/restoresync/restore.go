@@ -277,7 +277,8 @@ func (o *restoreOptions) finishRestore(ctx context.Context, cmd *cobra.Command, 
 // (not "context canceled"), and the rerun hint after a connection, protocol
 // or timeout error once the restore had begun: files were placed or found
 // up to date, or the remote side ended early (the rsync method counts its
-// files only at the end).
+// files only at the end); never for a failure a rerun cannot fix
+// (notFixedByRerun), which gets what to do instead.
 func restoreEndError(ctx context.Context, rep *restore.Report, err error) error {
 	if err == nil {
 		if len(rep.Errors) > 0 {
@@ -289,7 +290,20 @@ func restoreEndError(ctx context.Context, rep *restore.Report, err error) error 
 	if c == exitSignal {
 		return &exitError{exitSignal, &hintError{err: errors.New(interruptedError), hint: rerunHint, sep: "; "}}
 	}
+	if instead, ok := notFixedByRerun(err); ok {
+		if instead == "" {
+			return err
+		}
+		return &hintError{err: err, hint: instead}
+	}
 	placed := rep.Bytes+int64(rep.Skipped) > 0
+	if errors.Is(err, transport.ErrBusy) {
+		hint := "the server was at its bound of clients (serve --listen --max-sessions or --max-startups): " + rerunHint + " later"
+		if placed {
+			hint = "files already restored are in place; " + hint
+		}
+		return &hintError{err: err, hint: hint}
+	}
 	if (c == exitProtocol || c == exitSSH || c == exitTimeout) && (placed || errors.Is(err, transport.ErrRemoteExited)) {
 		hint := rerunHint
 		if placed {
@@ -298,6 +312,28 @@ func restoreEndError(ctx context.Context, rep *restore.Report, err error) error 
 		return &hintError{err: err, hint: hint}
 	}
 	return err
+}
+
+// notFixedByRerun reports whether err is a failure that a rerun of the
+// same command meets again, so that the rerun hint would be wrong, and
+// returns what to do instead ("" when err's message says it): a server
+// that allows SFTP only, a remote command that is not installed or that
+// exited before it sent anything (a forced command, a restricted shell, a
+// usage error found on the remote), a host key problem, an authentication
+// failure. The kinds are transport's, so the choice does not depend on
+// any message's words.
+func notFixedByRerun(err error) (instead string, ok bool) {
+	switch {
+	case errors.Is(err, transport.ErrSFTPOnly):
+		return "the server allows SFTP only (it answers every command with \"This service allows sftp connections only.\"): use --method sftp", true
+	case errors.Is(err, transport.ErrRemoteNotFound):
+		return "a rerun will not help: install the missing program on the remote host (or the restoresync agent), or choose another --method", true
+	case errors.Is(err, transport.ErrRemoteRefused):
+		return "a rerun will not help: the remote command exited before it sent anything (a forced command, a restricted shell, or options the remote refused): check what this account may run there", true
+	case errors.Is(err, transport.ErrHostKey), errors.Is(err, transport.ErrAuth):
+		return "", true
+	}
+	return "", false
 }
 
 // hintError is an error with advice on what to do next, kept apart from

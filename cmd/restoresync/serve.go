@@ -13,6 +13,15 @@ import (
 	"github.com/restoresync/restoresync/transport"
 )
 
+// The admission bounds of serve --listen (transport.ListenConfig): a
+// handshake is a few milliseconds of CPU, so 32 at once keep a 2-core
+// server responsive; 128 sessions are 32 restores at the default --jobs 4,
+// whose buffers the server holds at once.
+const (
+	defaultMaxStartups = 32
+	defaultMaxSessions = 128
+)
+
 type serveOptions struct {
 	stdio          bool
 	listen         string
@@ -20,6 +29,8 @@ type serveOptions struct {
 	authorizedKeys string
 	hostKey        string
 	readOnly       bool
+	maxStartups    int
+	maxSessions    int
 }
 
 func newServeCmd() *cobra.Command {
@@ -57,6 +68,8 @@ Clients authenticate with a key from --authorized-keys.`,
 	f.StringVar(&o.authorizedKeys, "authorized-keys", "", "OpenSSH authorized_keys file of the clients allowed (--listen)")
 	f.StringVar(&o.hostKey, "host-key", "", "OpenSSH private host key (--listen; default: a new key for this run)")
 	f.BoolVar(&o.readOnly, "read-only", false, "refuse to receive files (--stdio; --listen is always read-only)")
+	f.IntVar(&o.maxStartups, "max-startups", defaultMaxStartups, "--listen: connections in their SSH handshake at once; more wait up to 20 s, then are refused saying so (0: no bound; OpenSSH's MaxStartups)")
+	f.IntVar(&o.maxSessions, "max-sessions", defaultMaxSessions, "--listen: sessions (one per restore stream) served at once; more wait up to 20 s, then are refused saying the server is busy (0: no bound)")
 	return cmd
 }
 
@@ -66,6 +79,9 @@ func runServe(ctx context.Context, cmd *cobra.Command, o *serveOptions) error {
 	case o.stdio && o.listen == "":
 		return transfer.Serve(ctx, os.Stdin, os.Stdout, cfg)
 	case o.listen != "" && !o.stdio:
+		if o.maxStartups < 0 || o.maxSessions < 0 {
+			return &usageError{"serve --listen: --max-startups and --max-sessions take a count, 0 for no bound"}
+		}
 		if o.root == "" || o.authorizedKeys == "" {
 			return &usageError{"serve --listen needs --root and --authorized-keys"}
 		}
@@ -79,6 +95,8 @@ func runServe(ctx context.Context, cmd *cobra.Command, o *serveOptions) error {
 			HostKeyFile:        o.hostKey,
 			AuthorizedKeysFile: o.authorizedKeys,
 			SFTPRoot:           o.root,
+			MaxStartups:        o.maxStartups,
+			MaxSessions:        o.maxSessions,
 			Handler: func(ctx context.Context, s transport.ServerSession) error {
 				return transfer.Serve(ctx, s.Stdin, s.Stdout, cfg)
 			},

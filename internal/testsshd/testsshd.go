@@ -60,19 +60,17 @@ type Server struct {
 
 // Start starts sshd and stops it when t ends. It skips t (or fails it in
 // CI) when sshd is not installed, and fails t when sshd cannot start.
-func Start(t testing.TB) *Server {
-	t.Helper()
-	return StartConfig(t, "")
-}
+func Start(t testing.TB) *Server { return StartConfig(t, "") }
 
 // SFTPSubsystem is the sshd_config line that serves the "sftp" subsystem
 // in sshd's own process (no sftp-server binary needed), for StartConfig.
 const SFTPSubsystem = "Subsystem sftp internal-sftp"
 
 // StartConfig is Start with extra lines at the end of sshd_config, after
-// the settings Start writes: a Subsystem line (SFTPSubsystem), or a Match
-// block (Match User, ForceCommand internal-sftp, ChrootDirectory: see
-// ChrootDir), which must come last.
+// the settings Start writes: a Subsystem line (SFTPSubsystem), lines for
+// every connection ("ForceCommand internal-sftp", "SetEnv PATH=/nowhere"),
+// or a Match block (Match User, ForceCommand internal-sftp,
+// ChrootDirectory: see ChrootDir), which must come last.
 func StartConfig(t testing.TB, extra string) *Server {
 	t.Helper()
 	if _, err := os.Stat(SSHDPath); err != nil {

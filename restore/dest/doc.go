@@ -92,8 +92,10 @@
 //	w.Close()                            // uncommitted split temps removed
 //
 // The tar method: NewExtractor, Extract per stream, Finish, Close. The
-// rsync method: NewWriter, RsyncQuickCheck, RsyncMakeDirs, the rsync
-// transfer, FixRsync, Finish, Close.
+// rsync method: NewWriter, ClearForRsync (a non-empty directory in the
+// way of a file or symlink, replaced with Force, else that entry's error),
+// RsyncQuickCheck, RsyncMakeDirs, the rsync transfer, FixRsync, Finish,
+// Close.
 //
 // Files: doc.go — this overview; errors.go — ErrNonEmptyDir,
 // ErrUnknownName, SpecError and the parse errors; options.go —
@@ -116,5 +118,5 @@
 // idmap.go — --usermap, --groupmap; chmod.go — --chmod; extract.go —
 // Extractor; extractentry.go — one archive entry's checks and writes;
 // tarentry.go — tar header to file-list entry, pax metadata; rsyncfix.go
-// — RsyncQuickCheck, RsyncMakeDirs, FixRsync.
+// — ClearForRsync, RsyncQuickCheck, RsyncMakeDirs, FixRsync.
 package dest

@@ -42,6 +42,45 @@ func (w *Writer) RsyncMakeDirs(ctx context.Context, entries []treewalk.Entry) ([
 	return append(errs, perrs...), err
 }
 
+// ClearForRsync clears, before an rsync transfer, what would stop
+// gokrazy/rsync's receiver, which ends its whole run at the first entry it
+// cannot replace: for each entry that is not a directory where DST holds a
+// non-empty directory, that directory is deleted with everything in it
+// when the options say Force (rsync's --force), as the raw method's writer
+// replaces it; without Force it is kept and the entry is returned as a
+// per-entry error wrapping ErrNonEmptyDir, which the caller keeps out of
+// the transfer and out of FixRsync and Finish. An empty directory in the
+// way is removed, as the transfer or Finish would remove it. Nothing
+// is followed: each directory is opened beneath DST without symlinks. The
+// error is ctx's only.
+func (w *Writer) ClearForRsync(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
+	return w.pass(ctx, entries, func(cur *dirCursor, _ int, e *treewalk.Entry) error {
+		if e.Kind == treewalk.KindDir || e.Path == "." {
+			return nil
+		}
+		dirfd, base, err := cur.parent(e.Path)
+		if err != nil {
+			return nil // no parent yet: nothing in the way
+		}
+		st, err := lstatAt(dirfd, base)
+		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return nil
+		}
+		if err := unix.Unlinkat(dirfd, base, unix.AT_REMOVEDIR); err == nil || err == unix.ENOENT {
+			return nil
+		} else if err != unix.ENOTEMPTY && err != unix.EEXIST {
+			return fmt.Errorf("replace the directory in the way: %w", err)
+		}
+		if !w.opts.Force {
+			return ErrNonEmptyDir
+		}
+		if err := removeAllAt(dirfd, base); err != nil {
+			return fmt.Errorf("replace the directory in the way (--force): %w", err)
+		}
+		return nil
+	})
+}
+
 // RsyncQuickCheck counts the regular files that the rsync transfer is
 // about to send (and their bytes): those that DST does not hold as a
 // regular file of the same size and the same mtime to the second, which is
