@@ -135,12 +135,27 @@ type FarUsage struct {
 // written (temporary names) are left alone.
 func CollectRusage(dir string) (FarUsage, error) {
 	var f FarUsage
+	us, err := collectUsages(dir)
+	for _, u := range us {
+		f.Processes++
+		f.CPUSeconds += u.CPUSeconds
+		f.PeakRSSBytes += u.PeakRSSBytes
+	}
+	return f, err
+}
+
+// collectUsages reads and removes the reports RunRusage wrote in dir, in
+// the order of their names, and returns them (those read before an error
+// too). A missing dir gives none; reports being written (temporary names)
+// are left alone.
+func collectUsages(dir string) ([]Usage, error) {
+	var us []Usage
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return f, nil
+		return nil, nil
 	}
 	if err != nil {
-		return f, fmt.Errorf("rusage reports: %w", err)
+		return nil, fmt.Errorf("rusage reports: %w", err)
 	}
 	for _, e := range ents {
 		if !strings.HasSuffix(e.Name(), ".json") {
@@ -149,20 +164,18 @@ func CollectRusage(dir string) (FarUsage, error) {
 		p := filepath.Join(dir, e.Name())
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return f, fmt.Errorf("rusage report: %w", err)
+			return us, fmt.Errorf("rusage report: %w", err)
 		}
 		var u Usage
 		if err := json.Unmarshal(b, &u); err != nil {
-			return f, fmt.Errorf("rusage report %s: %w", p, err)
+			return us, fmt.Errorf("rusage report %s: %w", p, err)
 		}
-		f.Processes++
-		f.CPUSeconds += u.CPUSeconds
-		f.PeakRSSBytes += u.PeakRSSBytes
+		us = append(us, u)
 		if err := os.Remove(p); err != nil {
-			return f, fmt.Errorf("rusage report: %w", err)
+			return us, fmt.Errorf("rusage report: %w", err)
 		}
 	}
-	return f, nil
+	return us, nil
 }
 
 // FarSetup is what `bench far-setup` makes on the source host and prints
