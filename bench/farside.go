@@ -135,27 +135,12 @@ type FarUsage struct {
 // written (temporary names) are left alone.
 func CollectRusage(dir string) (FarUsage, error) {
 	var f FarUsage
-	us, err := collectUsages(dir)
-	for _, u := range us {
-		f.Processes++
-		f.CPUSeconds += u.CPUSeconds
-		f.PeakRSSBytes += u.PeakRSSBytes
-	}
-	return f, err
-}
-
-// collectUsages reads and removes the reports RunRusage wrote in dir, in
-// the order of their names, and returns them (those read before an error
-// too). A missing dir gives none; reports being written (temporary names)
-// are left alone.
-func collectUsages(dir string) ([]Usage, error) {
-	var us []Usage
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return f, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("rusage reports: %w", err)
+		return f, fmt.Errorf("rusage reports: %w", err)
 	}
 	for _, e := range ents {
 		if !strings.HasSuffix(e.Name(), ".json") {
@@ -164,18 +149,20 @@ func collectUsages(dir string) ([]Usage, error) {
 		p := filepath.Join(dir, e.Name())
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return us, fmt.Errorf("rusage report: %w", err)
+			return f, fmt.Errorf("rusage report: %w", err)
 		}
 		var u Usage
 		if err := json.Unmarshal(b, &u); err != nil {
-			return us, fmt.Errorf("rusage report %s: %w", p, err)
+			return f, fmt.Errorf("rusage report %s: %w", p, err)
 		}
-		us = append(us, u)
+		f.Processes++
+		f.CPUSeconds += u.CPUSeconds
+		f.PeakRSSBytes += u.PeakRSSBytes
 		if err := os.Remove(p); err != nil {
-			return us, fmt.Errorf("rusage report: %w", err)
+			return f, fmt.Errorf("rusage report: %w", err)
 		}
 	}
-	return us, nil
+	return f, nil
 }
 
 // FarSetup is what `bench far-setup` makes on the source host and prints

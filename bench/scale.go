@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,13 @@ func ScaleTools() []string {
 	return []string{ScaleToolRestoresync, ScaleToolRestoresyncNone, ScaleToolRsync, ScaleToolTar}
 }
 
+// timeCommand is GNU time, and timeFormat what it writes after the
+// command's name: user and system CPU seconds, peak RSS in KiB.
+const (
+	timeCommand = "/usr/bin/time"
+	timeFormat  = "%U %S %M"
+)
+
 // ScaleOptions say what Scale restores, with which tools, where to.
 type ScaleOptions struct {
 	// Src is [user@]host:DIR (or ssh://...) of a tree on this host, served
@@ -44,8 +52,9 @@ type ScaleOptions struct {
 	// own executable.
 	Binary string
 	// SSH are the connection options (-F, -i, --known-hosts); RemotePath
-	// is the restoresync the far side runs ("" means Binary). Each far-side
-	// command runs under `bench rusage` (MakeFarSetup), on this host.
+	// is the restoresync the far side runs ("" means Binary). Each
+	// process Scale starts, and each command the far side runs, runs
+	// under GNU time (/usr/bin/time), on this host.
 	SSH transport.SSHOptions
 	// ServerPID, when not 0, is the sshd serving Src: each run's far-side
 	// CPU with sshd included is what it reaped from its children during
@@ -124,7 +133,10 @@ func Scale(ctx context.Context, o ScaleOptions) (*ScaleResults, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--src %s on this host: %w", loc.Path, err)
 	}
-	far, err := MakeFarSetup(o.SSH.RemotePath)
+	if _, err := os.Stat(timeCommand); err != nil {
+		return nil, fmt.Errorf("bench scale measures each process with GNU time: %w", err)
+	}
+	far, err := makeScaleFar(o.SSH.RemotePath)
 	if err != nil {
 		return nil, err
 	}
@@ -174,13 +186,19 @@ type scaleEnv struct {
 	ssh  []string // the OpenSSH command line, without the host
 	far  FarSetup
 	want treeSummary
+	id   int // numbers the local processes' time reports
 }
 
 // commands returns the local processes that restore the source into dst
 // with tool, connected to each other.
 func (e *scaleEnv) commands(tool, dst string) []*exec.Cmd {
+	// Each local process runs under GNU time, which forks it from a
+	// small process: its peak RSS is its own (a child forked by Go
+	// starts with Go's peak as its ru_maxrss).
 	cmd := func(name string, args ...string) *exec.Cmd {
-		c := exec.CommandContext(e.ctx, name, args...)
+		e.id++
+		report := filepath.Join(e.far.Dir, fmt.Sprintf("client-%d.time", e.id))
+		c := exec.CommandContext(e.ctx, timeCommand, append([]string{"-f", filepath.Base(name) + " " + timeFormat, "-o", report, name}, args...)...)
 		c.WaitDelay = 5 * time.Second
 		return c
 	}
@@ -223,8 +241,8 @@ func (e *scaleEnv) runOnce(tool, dir string, round int) ScaleSample {
 		}
 	}
 	// Reports of an earlier run that failed midway are not this run's.
-	waitWrapped(e.ctx, e.far.Reports, 10*time.Second)
-	if _, err := collectUsages(e.far.Reports); err != nil {
+	waitWrapped(e.ctx, e.far.Dir, 10*time.Second)
+	if _, err := collectTimeReports(e.far.Reports); err != nil {
 		s.Error = err.Error()
 		return s
 	}
@@ -242,8 +260,14 @@ func (e *scaleEnv) runOnce(tool, dir string, round int) ScaleSample {
 		s.FirstFileSeconds = at.Sub(start).Seconds()
 	}
 	for _, c := range cmds {
-		s.ClientCPUSeconds += cpuTime(c).Seconds()
-		s.ClientPeakRSSBytes = max(s.ClientPeakRSSBytes, peakRSS(c))
+		report := c.Args[4] // timeCommand -f FORMAT -o REPORT
+		u, err := readTimeReport(report)
+		os.Remove(report)
+		if err != nil && runErr == nil {
+			runErr = err
+		}
+		s.ClientCPUSeconds += u.CPUSeconds
+		s.ClientPeakRSSBytes = max(s.ClientPeakRSSBytes, u.PeakRSSBytes)
 	}
 	if e.o.ServerPID != 0 {
 		after, ok, err := settledReapedCPU(e.ctx, e.o.ServerPID, 10*time.Second)
@@ -253,13 +277,14 @@ func (e *scaleEnv) runOnce(tool, dir string, round int) ScaleSample {
 	}
 	// A far-side command may outlive its sshd session (the client hung
 	// up): its report comes when its wrapper ends.
-	if !waitWrapped(e.ctx, e.far.Reports, 30*time.Second) && runErr == nil {
+	if !waitWrapped(e.ctx, e.far.Dir, 30*time.Second) && runErr == nil {
 		runErr = errors.New("far-side commands still running 30s after the run")
 	}
-	us, err := collectUsages(e.far.Reports)
+	us, err := collectTimeReports(e.far.Reports)
 	if err != nil && runErr == nil {
 		runErr = err
 	}
+	s.FarCommands = us
 	for _, u := range us {
 		s.FarCPUSeconds += u.CPUSeconds
 		if u.PeakRSSBytes > s.FarPeakRSSBytes {
@@ -327,23 +352,32 @@ func runConnected(cmds []*exec.Cmd) error {
 	return errors.Join(errs...)
 }
 
-// waitWrapped waits (at most wait) until no process of this host has
-// reports, the far side's report directory, on its command line: every
-// `bench rusage` wrapper has then written its report. It returns false
-// when some were still there at the deadline.
-func waitWrapped(ctx context.Context, reports string, wait time.Duration) bool {
+// waitWrapped waits (at most wait) until no process of this host has dir,
+// the far side's directory, on its command line: every far-side command
+// (from the shell sshd started it with to GNU time and the command under
+// it) has then ended and its report is written. It looks twice, 200ms
+// apart, as a command whose session ended may not have been started yet.
+// It returns false when some were still there at the deadline.
+func waitWrapped(ctx context.Context, dir string, wait time.Duration) bool {
 	deadline := time.Now().Add(wait)
-	for wrappedRunning(reports) {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
+	for quiet := 0; quiet < 2; {
+		if wrappedRunning(dir) {
+			quiet = 0
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				return false
+			}
+			time.Sleep(20 * time.Millisecond)
+			continue
 		}
-		time.Sleep(20 * time.Millisecond)
+		if quiet++; quiet < 2 {
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
 	return true
 }
 
-// wrappedRunning reports whether a process's command line holds reports.
-func wrappedRunning(reports string) bool {
+// wrappedRunning reports whether a process's command line holds dir.
+func wrappedRunning(dir string) bool {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return false
@@ -353,9 +387,83 @@ func wrappedRunning(reports string) bool {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(reports)) {
+		if err == nil && bytes.Contains(b, []byte(dir)) {
 			return true
 		}
 	}
 	return false
+}
+
+// makeScaleFar makes the far side's wrapper scripts in a new temporary
+// directory (FarSetup's fields; Agent0 is exe): Wrap runs its arguments
+// under GNU time, which writes the command's name, CPU time and peak RSS
+// to a report in Reports when it ends; Agent runs exe under Wrap.
+func makeScaleFar(exe string) (FarSetup, error) {
+	dir, err := os.MkdirTemp("", "restoresync-scale-far-")
+	if err != nil {
+		return FarSetup{}, fmt.Errorf("far-side setup: %w", err)
+	}
+	s := FarSetup{Dir: dir, Wrap: filepath.Join(dir, "wrap"), Agent: filepath.Join(dir, "restoresync"),
+		Agent0: exe, Reports: filepath.Join(dir, "reports")}
+	wrap := fmt.Sprintf("#!/bin/sh\nexec %s -f \"${1##*/} %s\" -o %s/$$.time \"$@\"\n", timeCommand, timeFormat, shellQuote(s.Reports))
+	agent := fmt.Sprintf("#!/bin/sh\nexec %s %s \"$@\"\n", shellQuote(s.Wrap), shellQuote(exe))
+	err = errors.Join(os.Chmod(dir, 0o755), os.WriteFile(s.Wrap, []byte(wrap), 0o755),
+		os.WriteFile(s.Agent, []byte(agent), 0o755), os.Mkdir(s.Reports, 0o700))
+	if err != nil {
+		os.RemoveAll(dir)
+		return FarSetup{}, fmt.Errorf("far-side setup: %w", err)
+	}
+	return s, nil
+}
+
+// collectTimeReports reads and removes the GNU time reports in dir.
+func collectTimeReports(dir string) ([]Usage, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("far-side reports: %w", err)
+	}
+	var us []Usage
+	var errs []error
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		u, err := readTimeReport(p)
+		os.Remove(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		us = append(us, u)
+	}
+	return us, errors.Join(errs...)
+}
+
+// readTimeReport reads a report GNU time wrote with "NAME "+timeFormat.
+func readTimeReport(p string) (Usage, error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return Usage{}, fmt.Errorf("time report: %w", err)
+	}
+	u, err := parseTimeReport(b)
+	if err != nil {
+		return u, fmt.Errorf("time report %s: %w", p, err)
+	}
+	return u, nil
+}
+
+// parseTimeReport parses GNU time's output in "NAME "+timeFormat: its last
+// line, after the "Command exited with non-zero status N" (or "Command
+// terminated by signal N") line that time writes first for such a command.
+func parseTimeReport(b []byte) (Usage, error) {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	f := strings.Fields(lines[len(lines)-1])
+	if len(f) != 4 {
+		return Usage{}, fmt.Errorf("want NAME USER SYS MAXRSS, got %q", lines[len(lines)-1])
+	}
+	user, err1 := strconv.ParseFloat(f[1], 64)
+	sys, err2 := strconv.ParseFloat(f[2], 64)
+	kib, err3 := strconv.ParseInt(f[3], 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return Usage{}, err
+	}
+	return Usage{Command: f[0], CPUSeconds: user + sys, PeakRSSBytes: kib << 10}, nil
 }

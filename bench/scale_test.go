@@ -132,3 +132,24 @@ func TestFirstFileWatch(t *testing.T) {
 		t.Errorf("only a temporary name: ok %v, %v", ok, err)
 	}
 }
+
+// GNU time's report: the last line, after the line time adds for a
+// command that failed.
+func TestParseTimeReport(t *testing.T) {
+	for in, want := range map[string]Usage{
+		"tar 0.41 1.20 2048\n": {Command: "tar", CPUSeconds: 1.61, PeakRSSBytes: 2 << 20},
+		"Command exited with non-zero status 23\nrsync 1.00 0.50 15360\n": {Command: "rsync", CPUSeconds: 1.5, PeakRSSBytes: 15 << 20},
+		"Command terminated by signal 9\nrestoresync 0.00 0.01 1\n":       {Command: "restoresync", CPUSeconds: 0.01, PeakRSSBytes: 1 << 10},
+	} {
+		got, err := parseTimeReport([]byte(in))
+		if err != nil || got.Command != want.Command || got.PeakRSSBytes != want.PeakRSSBytes ||
+			got.CPUSeconds < want.CPUSeconds-1e-9 || got.CPUSeconds > want.CPUSeconds+1e-9 {
+			t.Errorf("parseTimeReport(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "Command exited with non-zero status 1\n", "tar x 0.1 12\n", "tar 0.1 0.2\n"} {
+		if u, err := parseTimeReport([]byte(in)); err == nil {
+			t.Errorf("parseTimeReport(%q) = %+v, want an error", in, u)
+		}
+	}
+}

@@ -44,6 +44,8 @@ type ScaleSample struct {
 	// the command.
 	FarPeakRSSBytes int64  `json:"far_peak_rss_bytes"`
 	FarPeakCommand  string `json:"far_peak_command,omitempty"`
+	// FarCommands are the far-side commands' reports, one per command.
+	FarCommands []Usage `json:"far_commands,omitempty"`
 	// Files is how many regular files the destination held afterwards.
 	Files int64 `json:"files"`
 	// Error says why the run failed (its command exited non-zero, or the

@@ -30,7 +30,7 @@ none), 'rsync -aH' and 'ssh HOST tar -cf - | tar -xpf -', --runs rounds, the
 tools interleaved. Per run: the wall time, when the first regular file had
 its final name in the destination (inotify), the peak RSS of the largest
 local process, the CPU time and largest peak RSS of the commands sshd ran
-(each under 'bench rusage'), and with --server-pid what that sshd reaped
+(every process under GNU time, /usr/bin/time), and with --server-pid what that sshd reaped
 from its children (its sessions' crypto too). Each destination is checked
 (counts and sizes) and removed. Prints, per --dst, a table of medians with
 min–max and the wall-time ratios to rsync and tar of the same round.
