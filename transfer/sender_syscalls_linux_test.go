@@ -152,7 +152,9 @@ func callsTable(w io.Writer, title string, m map[string]float64, sum float64) {
 	for n := range m {
 		names = append(names, n)
 	}
-	sort.Slice(names, func(i, j int) bool { return m[names[i]] > m[names[j]] || m[names[i]] == m[names[j]] && names[i] < names[j] })
+	sort.Slice(names, func(i, j int) bool {
+		return m[names[i]] > m[names[j]] || m[names[i]] == m[names[j]] && names[i] < names[j]
+	})
 	fmt.Fprintf(w, "%s: %.2f file system calls per file\n", title, sum)
 	for _, n := range names {
 		note := ""
