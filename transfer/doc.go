@@ -24,8 +24,10 @@
 // space that the codec does not need: the sender reads a file straight
 // into the frame that goes out, whose header is written in the room in
 // front of it, with one Write; the receiver reads an uncompressed frame
-// in place and decodes a compressed one once, and the item's reader
-// copies from the frame into the writer's buffer. Selections (selection.go,
+// in place, and decodes a compressed one once, when its bytes are wanted:
+// straight into the writer's buffer when one Read of an item takes at
+// least half of the frame (the rest of it is copied aside), else into a
+// frame buffer that the item's reader copies from. Selections (selection.go,
 // protocol 3): the Hello may name several parts of the sender's tree
 // (Roots: several SRCs, --relative, --files-from) and include/exclude
 // rules (Filters), which the sender applies as it walks, merging parts

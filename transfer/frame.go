@@ -253,14 +253,25 @@ func (fw *frameWriter) Close() error {
 	return fw.Err()
 }
 
-// frameReader reads frames, decompressing them in a goroutine of its own, and
-// serves their decoded bytes. Read and ReadByte are called by one goroutine;
+// frameReader reads frames in a goroutine of its own and serves their
+// decoded bytes. A compressed frame is handed over as it came (its
+// payload) and decoded when its bytes are first wanted: straight into the
+// buffer of the item's Read that takes most of it (readData), else into a
+// frame buffer. Read, ReadByte and readData are called by one goroutine;
 // Close may be called from any.
 type frameReader struct {
 	ch  chan frameResult
-	cur *[]byte
+	cur *[]byte // the decoded frame being served, from off
 	off int
-	err error
+	// pend is a compressed frame not decoded yet (pend.enc not nil); it
+	// comes after cur.
+	pend frameResult
+	// free are the payload buffers of compressed frames decoded since,
+	// for the reading goroutine to read the next ones into: at most as
+	// many as can be between it and the consumer, kept for the stream's
+	// life instead of going through a sync.Pool that each GC empties.
+	free chan *[]byte
+	err  error
 	// done is closed by Close: the goroutine stops handing frames to a
 	// consumer that reads no more, instead of blocking on ch for ever.
 	done      chan struct{}
@@ -269,13 +280,19 @@ type frameReader struct {
 	exited chan struct{}
 }
 
+// frameResult is one frame read: decoded (b), or compressed (enc, codec
+// and the announced decoded size raw), or the error that ended the stream.
 type frameResult struct {
-	b   *[]byte
-	err error
+	b     *[]byte
+	enc   *[]byte // from the reader's free payloads
+	codec Codec
+	raw   int
+	err   error
 }
 
 func newFrameReader(r *bufio.Reader) *frameReader {
-	fr := &frameReader{ch: make(chan frameResult, frameQueue), done: make(chan struct{}), exited: make(chan struct{})}
+	fr := &frameReader{ch: make(chan frameResult, frameQueue), free: make(chan *[]byte, frameQueue+2),
+		done: make(chan struct{}), exited: make(chan struct{})}
 	go fr.run(r)
 	return fr
 }
@@ -286,15 +303,14 @@ func newFrameReader(r *bufio.Reader) *frameReader {
 func (fr *frameReader) run(r *bufio.Reader) {
 	defer close(fr.exited)
 	defer close(fr.ch)
-	var enc []byte
 	for {
-		b, err := readFrame(r, &enc)
+		res := readFrame(r, fr.free)
 		select {
-		case fr.ch <- frameResult{b, err}:
+		case fr.ch <- res:
 		case <-fr.done:
 			return
 		}
-		if err != nil {
+		if res.err != nil {
 			return
 		}
 	}
@@ -308,55 +324,66 @@ func (fr *frameReader) Close() {
 	fr.closeOnce.Do(func() { close(fr.done) })
 }
 
-// readFrame reads and decodes one frame; io.EOF means a clean end of stream
-// at a frame boundary. An uncompressed frame's payload is read straight
-// into the decoded frame, a compressed one's into enc and decoded from
-// there; either way within the sizes the header may announce.
-func readFrame(r *bufio.Reader, enc *[]byte) (*[]byte, error) {
+// readFrame reads one frame; an error of io.EOF means a clean end of
+// stream at a frame boundary. An uncompressed frame's payload is read
+// straight into its decoded frame (b), a compressed one's into enc (a
+// buffer from free if one is there and large enough), for the consumer to
+// decode; either way within the sizes the header may announce.
+func readFrame(r *bufio.Reader, free chan *[]byte) frameResult {
 	c, err := r.ReadByte()
 	if err != nil {
-		return nil, err // io.EOF at a boundary is a clean end
+		return frameResult{err: err} // io.EOF at a boundary is a clean end
 	}
 	raw, err := binary.ReadUvarint(r)
 	if err != nil {
-		return nil, unexpected(err)
+		return frameResult{err: unexpected(err)}
 	}
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
-		return nil, unexpected(err)
+		return frameResult{err: unexpected(err)}
 	}
 	if Codec(c) > codecMax {
-		return nil, fmt.Errorf("%w: frame: %w %d", ErrProtocol, ErrUnknownCodec, c)
+		return frameResult{err: fmt.Errorf("%w: frame: %w %d", ErrProtocol, ErrUnknownCodec, c)}
 	}
 	if raw == 0 || raw > maxFrameRaw || n > maxFrameEnc {
-		return nil, fmt.Errorf("%w: frame sizes raw %d, encoded %d out of range", ErrProtocol, raw, n)
+		return frameResult{err: fmt.Errorf("%w: frame sizes raw %d, encoded %d out of range", ErrProtocol, raw, n)}
 	}
 	if Codec(c) == CodecNone && n != raw {
-		return nil, fmt.Errorf("%w: frame: frame size %d != announced %d", ErrProtocol, n, raw)
+		return frameResult{err: fmt.Errorf("%w: frame: frame size %d != announced %d", ErrProtocol, n, raw)}
+	}
+	if Codec(c) == CodecNone { // the payload is the data: read in place
+		b := rawBuf(int(raw))
+		if _, err := io.ReadFull(r, *b); err != nil {
+			return frameResult{err: unexpected(err)}
+		}
+		return frameResult{b: b}
+	}
+	var e *[]byte
+	select {
+	case e = <-free:
+	default:
+	}
+	if e == nil || cap(*e) < int(n) {
+		nb := make([]byte, n, max(int(n), frameRawBytes))
+		e = &nb
+	}
+	*e = (*e)[:n]
+	if _, err := io.ReadFull(r, *e); err != nil {
+		return frameResult{err: unexpected(err)}
+	}
+	return frameResult{enc: e, codec: Codec(c), raw: int(raw)}
+}
+
+// rawBuf returns a decoded frame's buffer of length n: from rawPool when
+// n fits frameRawBytes.
+func rawBuf(n int) *[]byte {
+	if n > frameRawBytes {
+		b := make([]byte, n)
+		return &b
 	}
 	b := rawPool.Get().(*[]byte)
-	if cap(*b) < int(raw) {
-		nb := make([]byte, raw)
-		b = &nb
-	}
-	*b = (*b)[:raw]
-	if Codec(c) == CodecNone { // the payload is the data: read in place
-		if _, err := io.ReadFull(r, *b); err != nil {
-			return nil, unexpected(err)
-		}
-		return b, nil
-	}
-	if cap(*enc) < int(n) {
-		*enc = make([]byte, n)
-	}
-	e := (*enc)[:n]
-	if _, err := io.ReadFull(r, e); err != nil {
-		return nil, unexpected(err)
-	}
-	if err := decompress(Codec(c), *b, e); err != nil {
-		return nil, fmt.Errorf("%w: frame: %w", ErrProtocol, err)
-	}
-	return b, nil
+	*b = (*b)[:n]
+	return b
 }
 
 // unexpected maps the errors of reading inside a frame or message: an EOF
@@ -379,10 +406,8 @@ var errVarintOverflow = func() error {
 	return err
 }()
 
-func (fr *frameReader) next() error {
-	if fr.err != nil {
-		return fr.err
-	}
+// release returns the current frame's buffer to rawPool.
+func (fr *frameReader) release() {
 	if fr.cur != nil {
 		*fr.cur = (*fr.cur)[:0]
 		if cap(*fr.cur) == frameRawBytes {
@@ -390,6 +415,18 @@ func (fr *frameReader) next() error {
 		}
 		fr.cur = nil
 	}
+}
+
+// served reports whether the current frame has no byte left to serve.
+func (fr *frameReader) served() bool { return fr.cur == nil || fr.off == len(*fr.cur) }
+
+// take takes the next frame from the reading goroutine, the current one
+// being served: a decoded one becomes cur, a compressed one pend.
+func (fr *frameReader) take() error {
+	if fr.err != nil {
+		return fr.err
+	}
+	fr.release()
 	res, ok := <-fr.ch
 	if !ok {
 		fr.err = io.EOF
@@ -399,28 +436,105 @@ func (fr *frameReader) next() error {
 		fr.err = res.err
 		return fr.err
 	}
+	if res.enc != nil {
+		fr.pend = res
+		return nil
+	}
 	fr.cur, fr.off = res.b, 0
+	return nil
+}
+
+// decodePend decodes pend into dst (of its announced size) and gives
+// pend's payload buffer back to the reading goroutine (free). An error
+// that does not decode is the stream's, sticky.
+func (fr *frameReader) decodePend(dst []byte) error {
+	p := fr.pend
+	fr.pend = frameResult{}
+	err := decompress(p.codec, dst, *p.enc)
+	select {
+	case fr.free <- p.enc:
+	default:
+	}
+	if err != nil {
+		fr.err = fmt.Errorf("%w: frame: %w", ErrProtocol, err)
+	}
+	return fr.err
+}
+
+// next makes the next frame (pend, if a compressed one is waiting) the
+// current one, decoded into a frame buffer.
+func (fr *frameReader) next() error {
+	if fr.pend.enc == nil {
+		if err := fr.take(); err != nil {
+			return err
+		}
+		if fr.pend.enc == nil {
+			return nil
+		}
+	}
+	b := rawBuf(fr.pend.raw)
+	if err := fr.decodePend(*b); err != nil {
+		return err
+	}
+	fr.release()
+	fr.cur, fr.off = b, 0
+	return nil
+}
+
+// fill makes the current frame have bytes to serve.
+func (fr *frameReader) fill() error {
+	for fr.served() {
+		if err := fr.next(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 // Read serves decoded bytes, io.EOF at a clean end of stream.
 func (fr *frameReader) Read(p []byte) (int, error) {
-	for fr.cur == nil || fr.off == len(*fr.cur) {
-		if err := fr.next(); err != nil {
-			return 0, err
-		}
+	if err := fr.fill(); err != nil {
+		return 0, err
 	}
 	n := copy(p, (*fr.cur)[fr.off:])
 	fr.off += n
 	return n, nil
 }
 
-// ReadByte serves one decoded byte (io.ByteReader, for varints).
-func (fr *frameReader) ReadByte() (byte, error) {
-	for fr.cur == nil || fr.off == len(*fr.cur) {
-		if err := fr.next(); err != nil {
+// readData serves at most want (<= len(p)) decoded bytes into p, using
+// all of p as scratch, as io.Reader allows. When the next bytes are a
+// compressed frame that fits in p and of which want is at least half, the
+// frame is decoded straight into p: the wanted bytes are served where
+// they were decoded, and only the rest of the frame is copied aside for
+// the next reads (never more than was saved). Otherwise it is Read.
+func (fr *frameReader) readData(p []byte, want int) (int, error) {
+	if fr.served() && fr.pend.enc == nil && fr.err == nil {
+		if err := fr.take(); err != nil {
 			return 0, err
 		}
+	}
+	if raw := fr.pend.raw; fr.served() && fr.pend.enc != nil && raw <= len(p) && 2*want >= raw {
+		// p[:raw:raw]: a codec that appends (zstd) cannot reach past
+		// the announced size into memory that is not p's.
+		if err := fr.decodePend(p[:raw:raw]); err != nil {
+			return 0, err
+		}
+		n := min(want, raw)
+		if n < raw {
+			b := rawBuf(raw - n)
+			copy(*b, p[n:raw])
+			fr.release()
+			fr.cur, fr.off = b, 0
+		}
+		return n, nil
+	}
+	return fr.Read(p[:want])
+}
+
+// ReadByte serves one decoded byte (io.ByteReader, for varints).
+func (fr *frameReader) ReadByte() (byte, error) {
+	if err := fr.fill(); err != nil {
+		return 0, err
 	}
 	c := (*fr.cur)[fr.off]
 	fr.off++

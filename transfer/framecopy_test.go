@@ -107,11 +107,11 @@ func TestItemDataReadIntoFrames(t *testing.T) {
 func TestReadFrameNoneInPlace(t *testing.T) {
 	raw := randomBytes(4, 200<<10)
 	sr := &spanReader{r: bytes.NewReader(rawFrame(byte(CodecNone), uint64(len(raw)), uint64(len(raw)), raw))}
-	var enc []byte
-	b, err := readFrame(bufio.NewReaderSize(sr, 16), &enc)
-	if err != nil {
-		t.Fatal(err)
+	res := readFrame(bufio.NewReaderSize(sr, 16), nil)
+	if res.err != nil || res.b == nil {
+		t.Fatal(res.err, "or no decoded frame")
 	}
+	b := res.b
 	if !bytes.Equal(*b, raw) {
 		t.Fatal("frame decoded to other bytes")
 	}
@@ -184,5 +184,81 @@ func TestItemDataShortReadBytes(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// readBufferItems is an ItemWriter that reads each item as the safe
+// writer does, into the free part of a 1 MiB buffer, and counts the bytes
+// each Read served out of a decoded frame of fr (a copy) rather than
+// decoded where the Read wanted them.
+type readBufferItems struct {
+	fr     *frameReader
+	got    bytes.Buffer
+	copied int
+}
+
+func (w *readBufferItems) WriteItem(ctx context.Context, it *Item, r io.Reader) error {
+	buf := make([]byte, 1<<20)
+	off := 0
+	for {
+		n, err := r.Read(buf[off:])
+		if c := w.fr.cur; n > 0 && c != nil && w.fr.off >= n && bytes.Equal((*c)[w.fr.off-n:w.fr.off], buf[off:off+n]) {
+			w.copied += n
+		}
+		off += n
+		if off == len(buf) || err != nil {
+			w.got.Write(buf[:off])
+			off = 0
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// TestItemDataDecodedIntoReadBuffer: with a codec, the bytes of a frame
+// that one Read of an item takes most of are decoded straight into that
+// Read's buffer; only the rest of the frame (the next chunk's header and
+// first bytes) is copied aside for the next Read. The item starts past
+// the middle of a frame, so each later frame holds more of one chunk than
+// of the next.
+func TestItemDataDecodedIntoReadBuffer(t *testing.T) {
+	data := textBytes(6, 6*frameRawBytes)
+	const prefix = frameRawBytes * 7 / 8
+	for _, c := range []Codec{CodecLZ4, CodecZstd, CodecGzip} {
+		t.Run(c.String(), func(t *testing.T) {
+			it := &Item{Entry: treewalk.Entry{Path: "f", Kind: treewalk.KindFile, Size: int64(len(data))}, Length: int64(len(data))}
+			wire := messageWire(t, Compression{Codec: c}, func(e *encoder) {
+				e.fw.Write(textBytes(7, prefix))
+				if err := sendItemData(context.Background(), e, &memSource{files: map[string][]byte{"f": data}}, it, chunkBytes); err != nil {
+					t.Fatal(err)
+				}
+			})
+			for _, f := range parseFrames(t, wire) {
+				if f.codec != c && f.rawLen > 1<<10 {
+					t.Fatalf("a frame went out as %v: the data did not compress", f.codec)
+				}
+			}
+			fr := newFrameReader(bufio.NewReaderSize(bytes.NewReader(wire), 64<<10))
+			defer drainFrames(fr)
+			if _, err := io.ReadFull(fr, make([]byte, prefix)); err != nil {
+				t.Fatal(err)
+			}
+			w := &readBufferItems{fr: fr}
+			itemErr, err := recvItemData(context.Background(), &decoder{fr: fr}, w, it)
+			if itemErr != nil || err != nil {
+				t.Fatal(itemErr, err)
+			}
+			if !bytes.Equal(w.got.Bytes(), data) {
+				t.Fatal("the item's bytes differ from the file's")
+			}
+			if w.copied*2 > len(data) {
+				t.Errorf("%d of the item's %d bytes were copied out of decoded frames, want under half", w.copied, len(data))
+			}
+			t.Logf("%s: %d of %d bytes copied out of decoded frames", c, w.copied, len(data))
+		})
 	}
 }

@@ -278,7 +278,7 @@ func (r *itemReader) Read(p []byte) (int, error) {
 		r.left -= int64(n)
 		return n, nil
 	}
-	n, err := r.d.fr.Read(p[:min(int64(len(p)), r.chunk)])
+	n, err := r.d.fr.readData(p, int(min(int64(len(p)), r.chunk)))
 	r.chunk -= int64(n)
 	r.left -= int64(n)
 	if r.hash != nil {
