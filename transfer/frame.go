@@ -269,7 +269,8 @@ type frameReader struct {
 	// free are the payload buffers of compressed frames decoded since,
 	// for the reading goroutine to read the next ones into: at most as
 	// many as can be between it and the consumer, kept for the stream's
-	// life instead of going through a sync.Pool that each GC empties.
+	// life (a sync.Pool loses them at each GC); encPool takes what does
+	// not fit, and those left when the stream ends.
 	free chan *[]byte
 	err  error
 	// done is closed by Close: the goroutine stops handing frames to a
@@ -290,6 +291,9 @@ type frameResult struct {
 	err   error
 }
 
+// encPool holds compressed frames' payload buffers between streams.
+var encPool sync.Pool
+
 func newFrameReader(r *bufio.Reader) *frameReader {
 	fr := &frameReader{ch: make(chan frameResult, frameQueue), free: make(chan *[]byte, frameQueue+2),
 		done: make(chan struct{}), exited: make(chan struct{})}
@@ -303,6 +307,16 @@ func newFrameReader(r *bufio.Reader) *frameReader {
 func (fr *frameReader) run(r *bufio.Reader) {
 	defer close(fr.exited)
 	defer close(fr.ch)
+	defer func() {
+		for {
+			select {
+			case e := <-fr.free:
+				encPool.Put(e)
+			default:
+				return
+			}
+		}
+	}()
 	for {
 		res := readFrame(r, fr.free)
 		select {
@@ -327,7 +341,7 @@ func (fr *frameReader) Close() {
 // readFrame reads one frame; an error of io.EOF means a clean end of
 // stream at a frame boundary. An uncompressed frame's payload is read
 // straight into its decoded frame (b), a compressed one's into enc (a
-// buffer from free if one is there and large enough), for the consumer to
+// buffer from free, else from encPool, if large enough), for the consumer to
 // decode; either way within the sizes the header may announce.
 func readFrame(r *bufio.Reader, free chan *[]byte) frameResult {
 	c, err := r.ReadByte()
@@ -362,9 +376,10 @@ func readFrame(r *bufio.Reader, free chan *[]byte) frameResult {
 	select {
 	case e = <-free:
 	default:
+		e, _ = encPool.Get().(*[]byte)
 	}
 	if e == nil || cap(*e) < int(n) {
-		nb := make([]byte, n, max(int(n), frameRawBytes))
+		nb := make([]byte, n, n+n/8) // room for the next frames, a little larger
 		e = &nb
 	}
 	*e = (*e)[:n]
@@ -454,6 +469,7 @@ func (fr *frameReader) decodePend(dst []byte) error {
 	select {
 	case fr.free <- p.enc:
 	default:
+		encPool.Put(p.enc)
 	}
 	if err != nil {
 		fr.err = fmt.Errorf("%w: frame: %w", ErrProtocol, err)
