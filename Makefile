@@ -9,7 +9,7 @@ LDFLAGS  := -s -w -X main.version=$(VERSION)
 TESTFLAGS ?= -count=1 -timeout 8m
 FUZZTIME ?= 60s
 
-.PHONY: build demo test race fuzz bench lint deps clean
+.PHONY: build demo test race fuzz bench scale lint deps clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/restoresync
@@ -43,6 +43,13 @@ fuzz:
 # scripts/lab.sh for the knobs.
 bench: deps build
 	./scripts/lab.sh $(BIN)
+
+# As root: issue 11's scale table. A loopback sshd, smallfiles trees at
+# SCALE_SCALES (default 0.5 and 2: 50,000 and 200,000 files), restoresync,
+# rsync -aH and tar|ssh|tar interleaved; writes
+# bench/results/<date>-scale-smallfiles.md. See scripts/scale.sh.
+scale: deps build
+	./scripts/scale.sh $(BIN)
 
 lint:
 	$(GO) vet ./...

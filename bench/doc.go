@@ -24,7 +24,9 @@
 // removes its temporary directory on return; a killed one leaves
 // restoresync-bench-* in the temporary directory (and, for a remote delta
 // run, restoresync-bench-delta-* on the source host). Relay is the lab's
-// delaying TCP link.
+// delaying TCP link. Scale times restoresync, rsync and tar on a tree served
+// by this host's sshd, with the first file's arrival and both ends' memory
+// and CPU (scripts/scale.sh).
 //
 //	Generate(ctx, dir, o)           // profile's build plans nodes; p.finish; w.write:
 //	                                // mkdirs, files (in parallel), links, metadata
@@ -51,5 +53,8 @@
 // rusage (RunRusage, CollectRusage, MakeFarSetup); report.go — Results,
 // Row, WriteResults; spread.go — each row's min–max and spread, the wide
 // spread's note (WideSpreadPercent), benchETA; chart.go — WriteChart (SVG); chart_png.go —
-// WriteChartPNG; relay.go — Relay.
+// WriteChartPNG; relay.go — Relay; scale.go — Scale, ScaleOptions: the
+// scale table's runs; scalereport.go — ScaleSample, ScaleResults, their
+// medians and WriteScaleMarkdown; scalewatch_linux.go — the first-file
+// watch (inotify).
 package bench

@@ -29,7 +29,7 @@ its source, 'run' times restore methods against rsync and tar on a tree.`,
   restoresync bench compare /tmp/alice /home/alice
   restoresync bench run --src backup:/snapshots/daily.0/alice --format markdown`,
 	}
-	cmd.AddCommand(newBenchGenCmd(), newBenchCompareCmd(), newBenchRunCmd(), newBenchDeltaCopyCmd(), newBenchRelayCmd())
+	cmd.AddCommand(newBenchGenCmd(), newBenchCompareCmd(), newBenchRunCmd(), newBenchDeltaCopyCmd(), newBenchRelayCmd(), newBenchScaleCmd())
 	cmd.AddCommand(append(newBenchFarCmds(), newBenchReportCmd())...)
 	return cmd
 }

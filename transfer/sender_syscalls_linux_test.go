@@ -1,0 +1,229 @@
+package transfer
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/restoresync/restoresync/internal/testenv"
+)
+
+// The sender's system calls per small file, counted with strace beside GNU
+// tar's archiving of the same tree (tar -cf). The counted child is the
+// agent's sender role in-process: LocalSource lists the tree (the walk,
+// its stats and xattr lists) and each file's data goes out through
+// sendItemData into frames, written nowhere (the wire's writes are not
+// the sender's file system work; tar's writes of its archive are left out
+// of its count likewise). A run on an empty tree is subtracted.
+//
+// RESTORESYNC_SYSCALLS_SRC=DIR counts a tree of DIR instead of the
+// generated one, and -v prints both tables:
+//
+//	RESTORESYNC_SYSCALLS_SRC=/tmp/sf go test -count=1 -v -run 'TestSenderSyscallsPerSmallFile' ./transfer/
+const senderSyscallsChildEnv = "RESTORESYNC_SENDER_SYSCALLS_CHILD"
+
+// senderSyscallsChild sends the tree dir as the agent's sender role does,
+// on one goroutine, and returns how many files it sent.
+func senderSyscallsChild(t *testing.T, dir string) int {
+	src, err := OpenLocalSource(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	list, err := src.List(t.Context())
+	if err != nil || len(list.Errors) > 0 {
+		t.Fatal(err, list.Errors)
+	}
+	fw, err := newFrameWriter(io.Discard, Compression{Codec: CodecNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := &encoder{fw: fw}
+	n := 0
+	for _, e := range list.Entries {
+		if !e.HasData() {
+			continue
+		}
+		if err := sendItemData(t.Context(), enc, src, &Item{Entry: e, Length: e.Size}, 256<<10); err != nil {
+			t.Fatalf("%s: %v", e.Path, err)
+		}
+		n++
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// makeSenderTree writes n small files (200 bytes to 8 KiB) in directories
+// of 50, as restore/dest's receiver count does.
+func makeSenderTree(t *testing.T, dir string, n int) {
+	rng := rand.New(rand.NewPCG(5, 11))
+	mtime := time.Date(2024, 3, 4, 5, 6, 7, 890123456, time.UTC)
+	for i := 0; i < n; i++ {
+		d := filepath.Join(dir, fmt.Sprintf("d%02d", i/100), fmt.Sprintf("s%d", i/50%2))
+		must(t, os.MkdirAll(d, 0o755))
+		p := filepath.Join(d, fmt.Sprintf("f%05d.php", i))
+		must(t, os.WriteFile(p, bytes.Repeat([]byte{byte('a' + i%26)}, 200+rng.IntN(8000)), 0o644))
+		must(t, os.Chtimes(p, mtime, mtime.Add(time.Duration(i)*time.Second)))
+	}
+}
+
+var straceCallLine = regexp.MustCompile(`^\d+\s+([a-z0-9_]+)\(`)
+
+// straceCallNames names the system calls this strace does not know yet.
+var straceCallNames = map[string]string{"syscall_0x1d1": "listxattrat", "syscall_0x1d0": "getxattrat"}
+
+// straceCalls runs cmd under strace -f and counts its system calls by
+// name, from the full trace (an unfinished call and its resumption count
+// once).
+func straceCalls(t *testing.T, cmd *exec.Cmd) map[string]int {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "strace.out")
+	c := exec.Command("strace", append([]string{"-f", "-qq", "-o", out, cmd.Path}, cmd.Args[1:]...)...)
+	c.Env, c.Dir, c.Stdout = cmd.Env, cmd.Dir, cmd.Stdout
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	if err := c.Run(); err != nil {
+		t.Fatalf("strace %v: %v\n%s", cmd.Args, err, stderr.Bytes())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	counts := map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.Contains(line, " resumed>") {
+			continue
+		}
+		if m := straceCallLine.FindStringSubmatch(line); m != nil {
+			name := m[1]
+			if known, ok := straceCallNames[name]; ok {
+				name = known
+			}
+			counts[name]++
+		}
+	}
+	return counts
+}
+
+// senderRuntimeCalls are the Go runtime's and the C library's own calls,
+// and the network's (the frames' writes), none of them file system work.
+var senderRuntimeCalls = map[string]bool{"futex": true, "nanosleep": true, "mmap": true, "munmap": true,
+	"madvise": true, "rt_sigaction": true, "rt_sigprocmask": true, "rt_sigreturn": true,
+	"sched_yield": true, "sched_getaffinity": true, "clone": true, "clone3": true, "getpid": true,
+	"tgkill": true, "gettid": true, "sigaltstack": true, "epoll_pwait": true, "brk": true,
+	"mprotect": true, "set_robust_list": true, "rseq": true, "prlimit64": true, "write": true}
+
+// callsPerFile is (a - base) / n per name and the sum of the file system
+// calls.
+func callsPerFile(a, base map[string]int, n int) (map[string]float64, float64) {
+	out := map[string]float64{}
+	sum := 0.0
+	for name, c := range a {
+		v := float64(c-base[name]) / float64(n)
+		if v < 0.005 {
+			continue
+		}
+		out[name] = v
+		if !senderRuntimeCalls[name] {
+			sum += v
+		}
+	}
+	return out, sum
+}
+
+func callsTable(w io.Writer, title string, m map[string]float64, sum float64) {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return m[names[i]] > m[names[j]] || m[names[i]] == m[names[j]] && names[i] < names[j]
+	})
+	fmt.Fprintf(w, "%s: %.2f file system calls per file\n", title, sum)
+	for _, n := range names {
+		note := ""
+		if senderRuntimeCalls[n] {
+			note = " (not counted)"
+		}
+		fmt.Fprintf(w, "  %-16s %6.2f%s\n", n, m[n], note)
+	}
+}
+
+// A small file costs the sender no more system calls than GNU tar's
+// archiving of it: the walk's lstat (statx) and directory reads, then
+// open beneath the tree without following symlinks, one fstat that it is
+// still a regular file, one pread, one fstat that it did not change while
+// read, close; no fcntl, no poller registration, no seek.
+func TestSenderSyscallsPerSmallFile(t *testing.T) {
+	if dir := os.Getenv(senderSyscallsChildEnv); dir != "" {
+		fmt.Fprintf(os.Stderr, "sent %d files\n", senderSyscallsChild(t, dir))
+		return
+	}
+	testenv.RequireTool(t, "strace", "tar")
+	tmp := t.TempDir()
+	src := os.Getenv("RESTORESYNC_SYSCALLS_SRC")
+	if src == "" {
+		src = filepath.Join(tmp, "src")
+		makeSenderTree(t, src, 2000)
+	}
+	empty := filepath.Join(tmp, "empty")
+	must(t, os.Mkdir(empty, 0o755))
+	n := 0
+	must(t, filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			n++
+		}
+		return err
+	}))
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := func(dir string) map[string]int {
+		cmd := exec.Command(self, "-test.run=^TestSenderSyscallsPerSmallFile$", "-test.count=1")
+		cmd.Env = append(os.Environ(), senderSyscallsChildEnv+"="+dir)
+		return straceCalls(t, cmd)
+	}
+	ours, sum := callsPerFile(child(src), child(empty), n)
+
+	tarPath, err := exec.LookPath("tar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tar := func(dir, archive string, flags ...string) map[string]int {
+		return straceCalls(t, exec.Command(tarPath, append(flags, "-cf", archive, "-C", dir, ".")...))
+	}
+	tars, tarSum := callsPerFile(tar(src, filepath.Join(tmp, "tree.tar")), tar(empty, filepath.Join(tmp, "empty.tar")), n)
+	// The file list carries xattrs, which tar lists only with --xattrs.
+	tarx, tarxSum := callsPerFile(tar(src, filepath.Join(tmp, "treex.tar"), "--xattrs"), tar(empty, filepath.Join(tmp, "emptyx.tar"), "--xattrs"), n)
+
+	var b strings.Builder
+	callsTable(&b, fmt.Sprintf("restoresync's sender (LocalSource: List, then sendItemData per file), %d files", n), ours, sum)
+	callsTable(&b, "tar -cf of the same tree (its archive's writes not counted)", tars, tarSum)
+	callsTable(&b, "tar --xattrs -cf", tarx, tarxSum)
+	t.Log("\n" + b.String())
+	if sum > tarxSum+0.05 {
+		t.Errorf("the sender makes %.2f file system calls per small file, tar --xattrs -c %.2f\n%s", sum, tarxSum, b.String())
+	}
+	for _, name := range []string{"epoll_ctl", "fcntl", "lseek"} {
+		if v := ours[name]; v > 0.05 {
+			t.Errorf("%s: %.2f calls per file, want none per file", name, v)
+		}
+	}
+}
