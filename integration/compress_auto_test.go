@@ -81,26 +81,29 @@ func TestE2ECompressAuto(t *testing.T) {
 		if !ok || none.WireBytes < media*9/10 || none.Files < 1 {
 			t.Errorf("none: %+v; want most of the media's %d bytes uncompressed", none, media)
 		}
+		// Whether the text is compressed, and how hard, is the
+		// controller's choice from the link and CPU it measures (on a
+		// loopback link with both ends busy, none can be right); its
+		// decisions are tested on recorded traces in package transfer.
+		// What any choice must give: the media uncompressed (above),
+		// every codec's bytes counted, and a codec that ran shrinking
+		// what it was given or going raw.
 		var files, raw, wire int64
-		compressed := false
 		for _, c := range rep.Codecs {
 			files += c.Files
 			raw += c.Bytes
 			wire += c.WireBytes
-			if c.Codec != "none" && c.Ratio > 1.5 {
-				compressed = true
-			}
 			if c.Codec != "none" && c.MiBPerSec <= 0 {
 				t.Errorf("%s: no codec throughput: %+v", c.Codec, c)
 			}
-		}
-		if !compressed {
-			t.Errorf("no codec shrank the account's text: %+v", rep.Codecs)
+			if c.Codec != "none" && c.WireBytes > c.Bytes+c.Bytes/100+4096 {
+				t.Errorf("%s grew the data it carried: %+v", c.Codec, c)
+			}
 		}
 		if files <= 0 || files > int64(rep.Files) {
 			t.Errorf("codecs count %d files, the restore wrote %d", files, rep.Files)
 		}
-		if raw < rep.Bytes || wire >= rep.WireBytes || wire >= raw {
+		if raw < rep.Bytes || wire >= rep.WireBytes {
 			t.Errorf("codecs: %d bytes in, %d on the wire; the payload is %d, the wire %d", raw, wire, rep.Bytes, rep.WireBytes)
 		}
 		if rep.LinkMiBPerSec <= 0 {
