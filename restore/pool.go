@@ -50,10 +50,11 @@ func openPool(ctx context.Context, d transport.Dialer, h transfer.Hello, jobs in
 	p := &pool{conns: []*transfer.Conn{first}, ready: make(chan int, jobs), cancel: cancel}
 	p.ready <- 0
 	if progress != nil {
+		ctl := newJobsController(jobs, setup) // jobs is the bound; it is 1 below
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			p.grow(dctx, d, h, to, newJobsController(jobs, setup), t0, progress)
+			p.grow(dctx, d, h, to, ctl, t0, progress)
 		}()
 		jobs = 1 // no stream dialed up front
 	}

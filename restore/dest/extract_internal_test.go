@@ -71,3 +71,44 @@ func FuzzTarPath(f *testing.F) {
 		}
 	})
 }
+
+// A hardlink to a regular file of the archive that was refused (here: it
+// lies beneath an earlier symlink) says that its target could not be
+// restored, not that the archive lacks it.
+func TestExtractHardlinkToRefusedFile(t *testing.T) {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for _, h := range []tar.Header{
+		{Typeflag: tar.TypeSymlink, Name: "s", Linkname: "/tmp"},
+		{Typeflag: tar.TypeReg, Name: "s/f"},
+		{Typeflag: tar.TypeLink, Name: "h", Linkname: "s/f"},
+	} {
+		h.Mode, h.ModTime, h.Format = 0o644, time.Unix(1700000000, 5), tar.FormatPAX
+		if err := tw.WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tw.Close()
+	w, err := NewWriter(filepath.Join(t.TempDir(), "dst"), WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	x := newExtractor(w)
+	if err := x.extract(context.Background(), &b, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.finishAll(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, fe := range x.stats.Errors {
+		got[fe.Path] = fe.Err.Error()
+	}
+	if !strings.Contains(got["s/f"], "a symlink earlier in the archive") {
+		t.Errorf("s/f: error %q; want the refusal of a path through a symlink", got["s/f"])
+	}
+	if want := "hardlink to s/f, which could not be restored"; got["h"] != want {
+		t.Errorf("h: error %q; want %q", got["h"], want)
+	}
+}

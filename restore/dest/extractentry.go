@@ -46,6 +46,9 @@ func (x *Extractor) entry(ctx context.Context, hdr *tar.Header, data io.Reader, 
 		err = x.mkdirParents(p)
 	}
 	if err != nil {
+		if e.HasData() {
+			x.lose(p) // its hardlinks say so, not that it is not in the archive
+		}
 		x.Fail(p, err)
 		return nil
 	}
@@ -198,12 +201,7 @@ func (x *Extractor) file(ctx context.Context, e *treewalk.Entry, data io.Reader,
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		x.mu.Lock()
-		if x.lost == nil {
-			x.lost = map[string]bool{}
-		}
-		x.lost[e.Path] = true
-		x.mu.Unlock()
+		x.lose(e.Path)
 		x.Fail(e.Path, err)
 		return nil
 	}
@@ -269,4 +267,16 @@ func (w *Writer) removeFile(rel string) error {
 		return err
 	}
 	return unix.Unlinkat(dirfd, base, 0)
+}
+
+// lose records that the regular file p of the archive could not be
+// restored, so that a later hardlink to it says so. Safe for concurrent
+// use.
+func (x *Extractor) lose(p string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.lost == nil {
+		x.lost = map[string]bool{}
+	}
+	x.lost[p] = true
 }

@@ -213,7 +213,7 @@ func (w *Writer) finishDir(e *treewalk.Entry) error {
 	}
 	for _, n := range names {
 		if isTempName(n) {
-			if err := unix.Unlinkat(fd, n, 0); err != nil && err != unix.ENOENT {
+			if err := removeTempAt(fd, n); err != nil {
 				return fmt.Errorf("remove stale temporary file %s: %w", n, err)
 			}
 		}

@@ -155,6 +155,20 @@ func (w *Writer) renameReplacing(dirfd int, from, to string) error {
 	return err
 }
 
+// removeTempAt removes name in dirfd, one of the writer's temporary
+// names: a file, or an empty directory a killed mkdirOwned left (it is
+// renamed into place before anything is put in it). ENOENT is success.
+func removeTempAt(dirfd int, name string) error {
+	err := unix.Unlinkat(dirfd, name, 0)
+	if err == unix.EISDIR || err == unix.EPERM {
+		err = unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+	}
+	if err == unix.ENOENT {
+		return nil
+	}
+	return err
+}
+
 // isTempName reports whether name is one of the writer's temporary files.
 func isTempName(name string) bool {
 	return strings.HasPrefix(name, tempPrefix) && strings.HasSuffix(name, tempSuffix)

@@ -3,6 +3,7 @@ package dest
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"golang.org/x/sys/unix"
 
@@ -85,11 +86,46 @@ func (w *Writer) mkdir(cur *dirCursor, e *treewalk.Entry) error {
 // no directory owned by root, or by nobody the list names, in the
 // account's tree: the account can use it, and no one else gets more
 // access than the finished tree gives them. Its mtime is set by Finish.
+//
+// When the directory's owner is not the process's (a root restore of an
+// account's tree), it is made under its temporary name (tempName), given
+// its owner and mode there, and renamed into place without replacing
+// anything (RENAME_NOREPLACE): even a process killed between the mkdir
+// and the chown leaves no root-owned 0700 directory under a name of the
+// tree, only a temporary one that the rerun's Plan or Finish removes.
 func (w *Writer) mkdirOwned(dirfd int, base string, e *treewalk.Entry) error {
-	if err := unix.Mkdirat(dirfd, base, 0o700); err != nil {
+	if !w.chown {
+		return w.mkdirAt(dirfd, base, e)
+	}
+	if uid, gid, _ := w.policy.Resolve(e); uid == os.Geteuid() && gid == os.Getegid() {
+		return w.mkdirAt(dirfd, base, e)
+	}
+	tmp := tempName(base)
+	err := w.mkdirAt(dirfd, tmp, e)
+	if err == unix.EEXIST {
+		// A killed run's: an empty directory or a temporary file.
+		if err := removeTempAt(dirfd, tmp); err != nil {
+			return fmt.Errorf("remove stale temporary %s: %w", tmp, err)
+		}
+		err = w.mkdirAt(dirfd, tmp, e)
+	}
+	if err != nil {
 		return err
 	}
-	fd, err := unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err := unix.Renameat2(dirfd, tmp, dirfd, base, unix.RENAME_NOREPLACE); err != nil {
+		unix.Unlinkat(dirfd, tmp, unix.AT_REMOVEDIR)
+		return err // EEXIST: a name is there
+	}
+	return nil
+}
+
+// mkdirAt makes the directory name in dirfd with mode 0700, then gives it
+// e's owner and interim mode (ownDir).
+func (w *Writer) mkdirAt(dirfd int, name string, e *treewalk.Entry) error {
+	if err := unix.Mkdirat(dirfd, name, 0o700); err != nil {
+		return err
+	}
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open the new directory: %w", err)
 	}
