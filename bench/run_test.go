@@ -341,7 +341,7 @@ func TestRunOptionsErrors(t *testing.T) {
 		{},
 		{Src: os.TempDir(), Methods: []string{"bogus"}},
 		{Src: os.TempDir(), Compressions: []string{"bz2"}},
-		{Src: os.TempDir(), Jobs: []int{0}},
+		{Src: os.TempDir(), Jobs: []int{-1}}, // 0 is auto
 		{Src: os.TempDir(), Baselines: []string{"scp"}},
 		{Src: os.TempDir(), DeltaPercent: 200},
 	} {
