@@ -123,32 +123,12 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 			return fmt.Errorf("file list: %w", err)
 		}
 		entries := list.Entries
-		del := o.Delete && len(list.Errors) == 0
-		if o.Delete && !del && o.Warnf != nil {
-			o.Warnf("the file list has errors: nothing deleted (as rsync does)")
+		del := deleteAllowed(o, list)
+		if o.DryRun {
+			rep.addList(list)
 		}
-		if o.DryRun || o.ItemizeChanges {
-			lines, errs, err := s.itemize(ctx, entries, del)
-			if err != nil {
-				return fmt.Errorf("itemize: %w", err)
-			}
-			rep.Changes = lines
-			if rep.Changes == nil {
-				rep.Changes = []string{}
-			}
-			rep.ChangeEntries = changeEntries(lines, entries)
-			if o.DryRun {
-				rep.addList(list)
-				// The entries the restore would fail on fail the dry run
-				// too (exit 23, as rsync -n); a real run reports them
-				// when it writes them.
-				for _, pe := range errs {
-					rep.addError(pe.Path, pe.Err)
-				}
-				rep.DryRun = true
-				rep.Deleted, _ = dest.ItemizedChanges(lines) // what --delete would remove
-				return ctx.Err()
-			}
+		if done, err := itemizeList(ctx, o, rep, list, del, s.itemize); done || err != nil {
+			return err
 		}
 		if del {
 			afterPlan = func() error {
@@ -212,4 +192,46 @@ func collectChunks(ctx context.Context, src chunkSource) (treewalk.List, error) 
 			return l, nil
 		}
 	}
+}
+
+// deleteAllowed reports whether --delete may delete on list: not when the
+// sender reported list errors (as rsync does), which it warns about.
+func deleteAllowed(o Options, list treewalk.List) bool {
+	del := o.Delete && len(list.Errors) == 0
+	if o.Delete && !del && o.Warnf != nil {
+		o.Warnf("the file list has errors: nothing deleted (as rsync does)")
+	}
+	return del
+}
+
+// itemizeList does what --dry-run and --itemize-changes ask of a list read
+// whole, with itemize (the session's or the writer's): the change lines and
+// change entries into rep; for a dry run also the entries the restore
+// would fail on (they fail the dry run too: exit 23, as rsync -n; a real
+// run reports them when it writes them) and what --delete would remove.
+// done says that the run ends here (a dry run); err is itemize's, or
+// ctx's for a dry run.
+func itemizeList(ctx context.Context, o Options, rep *Report, list treewalk.List, del bool,
+	itemize func(context.Context, []treewalk.Entry, bool) ([]string, []*treewalk.PathError, error)) (done bool, err error) {
+	if !o.DryRun && !o.ItemizeChanges {
+		return false, nil
+	}
+	lines, errs, err := itemize(ctx, list.Entries, del)
+	if err != nil {
+		return true, fmt.Errorf("itemize: %w", err)
+	}
+	rep.Changes = lines
+	if rep.Changes == nil {
+		rep.Changes = []string{}
+	}
+	rep.ChangeEntries = changeEntries(lines, list.Entries)
+	if !o.DryRun {
+		return false, nil
+	}
+	for _, pe := range errs {
+		rep.addError(pe.Path, pe.Err)
+	}
+	rep.DryRun = true
+	rep.Deleted, _ = dest.ItemizedChanges(lines)
+	return true, ctx.Err()
 }

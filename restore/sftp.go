@@ -152,28 +152,9 @@ func sftpLosses(o Options) string {
 func runSFTPList(ctx context.Context, o Options, conns *sftpConns, w *dest.Writer, list treewalk.List, rep *Report) error {
 	entries := list.Entries
 	rep.addList(list)
-	del := o.Delete && len(list.Errors) == 0
-	if o.Delete && !del && o.Warnf != nil {
-		o.Warnf("the file list has errors: nothing deleted (as rsync does)")
-	}
-	if o.DryRun || o.ItemizeChanges {
-		lines, errs, err := w.Itemize(ctx, entries, del)
-		if err != nil {
-			return fmt.Errorf("itemize: %w", err)
-		}
-		rep.Changes = lines
-		if rep.Changes == nil {
-			rep.Changes = []string{}
-		}
-		rep.ChangeEntries = changeEntries(lines, entries)
-		if o.DryRun {
-			for _, pe := range errs {
-				rep.addError(pe.Path, pe.Err)
-			}
-			rep.DryRun = true
-			rep.Deleted, _ = dest.ItemizedChanges(lines)
-			return ctx.Err()
-		}
+	del := deleteAllowed(o, list)
+	if done, err := itemizeList(ctx, o, rep, list, del, w.Itemize); done || err != nil {
+		return err
 	}
 	plan, err := w.Plan(ctx, entries)
 	if err != nil {
