@@ -73,3 +73,14 @@ func TestJSONHintInterrupted(t *testing.T) {
 		t.Errorf("stderr says %q", err)
 	}
 }
+
+// A command the SSH server refused to run (its exec request refused) is
+// not fixed by a rerun, as a command that exits before any output is not.
+func TestRefusedCommandGetsNoRerunHint(t *testing.T) {
+	for _, kind := range []error{transport.ErrCommandRefused, transport.ErrRemoteRefused} {
+		err := fmt.Errorf("%w: %w: ssh backup: exec request failed", transport.ErrConnect, kind)
+		if instead, ok := notFixedByRerun(err); !ok || !strings.Contains(instead, "a rerun will not help") {
+			t.Errorf("%v: notFixedByRerun = %q, %v; want the advice instead of the rerun hint", kind, instead, ok)
+		}
+	}
+}

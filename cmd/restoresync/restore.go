@@ -328,7 +328,7 @@ func notFixedByRerun(err error) (instead string, ok bool) {
 		return "the server allows SFTP only (it answers every command with \"This service allows sftp connections only.\"): use --method sftp", true
 	case errors.Is(err, transport.ErrRemoteNotFound):
 		return "a rerun will not help: install the missing program on the remote host (or the restoresync agent), or choose another --method", true
-	case errors.Is(err, transport.ErrRemoteRefused):
+	case errors.Is(err, transport.ErrRemoteRefused), errors.Is(err, transport.ErrCommandRefused):
 		return "a rerun will not help: the remote command exited before it sent anything (a forced command, a restricted shell, or options the remote refused): check what this account may run there", true
 	case errors.Is(err, transport.ErrHostKey), errors.Is(err, transport.ErrAuth):
 		return "", true
