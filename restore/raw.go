@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
@@ -177,21 +176,7 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 
 // collectChunks reads every chunk of src into one list.
 func collectChunks(ctx context.Context, src chunkSource) (treewalk.List, error) {
-	var l treewalk.List
-	for {
-		ch, err := src.next(ctx)
-		if err == io.EOF {
-			return l, nil
-		}
-		if err != nil {
-			return treewalk.List{}, err
-		}
-		l.Entries = append(l.Entries, ch.Entries...)
-		l.Errors = append(l.Errors, ch.Errors...)
-		if ch.Last {
-			return l, nil
-		}
-	}
+	return treewalk.CollectChunks(func() (treewalk.Chunk, error) { return src.next(ctx) })
 }
 
 // deleteAllowed reports whether --delete may delete on list: not when the

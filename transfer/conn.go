@@ -179,18 +179,7 @@ func (c *Conn) watch(ctx context.Context) func(errp *error) {
 // ListChunks, collected.
 func (c *Conn) List(ctx context.Context) (treewalk.List, error) {
 	lr := c.ListChunks()
-	var l treewalk.List
-	for {
-		ch, err := lr.Next(ctx)
-		if err == io.EOF {
-			return l, nil
-		}
-		if err != nil {
-			return treewalk.List{}, err
-		}
-		l.Entries = append(l.Entries, ch.Entries...)
-		l.Errors = append(l.Errors, ch.Errors...)
-	}
+	return treewalk.CollectChunks(func() (treewalk.Chunk, error) { return lr.Next(ctx) })
 }
 
 // ListChunks returns the reader of a sender's file list chunk by chunk

@@ -84,10 +84,16 @@ func (c *Chunks) Close() {
 
 // Collect takes every remaining chunk and returns them as one List, or
 // the walk's error.
-func (c *Chunks) Collect() (List, error) {
+func (c *Chunks) Collect() (List, error) { return CollectChunks(c.Next) }
+
+// CollectChunks calls next until it returns io.EOF and joins the chunks'
+// entries and errors, in order, into one List: a whole file list from a
+// chunked one (a walk, or one received over the wire). Any other error of
+// next is returned, with an empty List.
+func CollectChunks(next func() (Chunk, error)) (List, error) {
 	var l List
 	for {
-		ch, err := c.Next()
+		ch, err := next()
 		if err == io.EOF {
 			return l, nil
 		}
