@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -195,5 +196,46 @@ func TestCompressorsConcurrent(t *testing.T) {
 		for err := range errs {
 			t.Errorf("%s: %v", c, err)
 		}
+	}
+}
+
+// The zstd encoders a process keeps hold one state each and a window of
+// one frame: compressing a frame at each level the auto ladder can pick
+// below 10 costs about 13 MiB of heap, where klauspost's defaults (a
+// window of 8 MiB and more, GOMAXPROCS states) cost 47 MiB and more.
+func TestZstdEncodersMemoryBounded(t *testing.T) {
+	zstdEncoders.mu.Lock()
+	saved := zstdEncoders.free
+	zstdEncoders.free = nil
+	zstdEncoders.mu.Unlock()
+	t.Cleanup(func() {
+		zstdEncoders.mu.Lock()
+		zstdEncoders.free = saved
+		zstdEncoders.mu.Unlock()
+	})
+	src := bytes.Repeat([]byte("<?php echo esc_html( get_option( 'blogname' ) ); ?>\n"), maxFrameRaw/52)
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	var keep []compressor
+	for _, lvl := range []int{1, 3, 9} {
+		c, err := newCompressor(Compression{Codec: CodecZstd, Level: lvl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := c.compress(nil, src)
+		if err != nil || len(out) == 0 || len(out) >= len(src) {
+			t.Fatalf("zstd:%d: %d bytes from %d, %v", lvl, len(out), len(src), err)
+		}
+		keep = append(keep, c)
+	}
+	grown := int64(heap()) - int64(before)
+	runtime.KeepAlive(keep)
+	if grown > 20<<20 {
+		t.Errorf("zstd encoders of levels 1, 3 and 9 hold %.1f MiB, want at most 20", float64(grown)/(1<<20))
 	}
 }

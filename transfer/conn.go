@@ -86,7 +86,15 @@ func Handshake(ctx context.Context, s transport.Stream, h Hello) (*Conn, error) 
 	if h.Verify && !rep.Verify {
 		return nil, fmt.Errorf("%w: the remote agent (restoresync %s) does not support --verify: install the same version on both hosts", ErrProtocol, rep.Version)
 	}
-	fw, err := newFrameWriter(cw, comp)
+	// Only a push's client sends file data. Every other client sends
+	// requests and block signatures, which under auto are not worth the
+	// CPU of compressing them nor a zstd encoder's memory (several MiB);
+	// an explicit codec still applies to whatever this end sends.
+	wcomp := comp
+	if comp.Codec == CodecAuto && h.Role != RoleReceiver {
+		wcomp = Compression{Codec: CodecNone}
+	}
+	fw, err := newFrameWriter(cw, wcomp)
 	if err != nil {
 		return nil, err
 	}
