@@ -49,21 +49,27 @@ func senderSyscallsChild(t *testing.T, dir string) int {
 		t.Fatal(err)
 	}
 	enc := &encoder{fw: fw}
-	n := 0
+	// Read requests of senderBatchItems items, in list order, as the
+	// receiver's batches of small files ask for them.
+	var items []Item
 	for _, e := range list.Entries {
-		if !e.HasData() {
-			continue
+		if e.HasData() {
+			items = append(items, Item{Entry: e, Length: e.Size})
 		}
-		if err := sendItemData(t.Context(), enc, src, &Item{Entry: e, Length: e.Size}, 256<<10); err != nil {
-			t.Fatalf("%s: %v", e.Path, err)
-		}
-		n++
 	}
+	for i := 0; i < len(items); i += senderBatchItems {
+		sendItems(t.Context(), enc, src, items[i:min(i+senderBatchItems, len(items))], 256<<10)
+	}
+	n := len(items)
 	if err := fw.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return n
 }
+
+// senderBatchItems is how many items the counted sender gets in each read
+// request.
+const senderBatchItems = 64
 
 // makeSenderTree writes n small files (200 bytes to 8 KiB) in directories
 // of 50, as restore/dest's receiver count does.
@@ -226,4 +232,69 @@ func TestSenderSyscallsPerSmallFile(t *testing.T) {
 			t.Errorf("%s: %.2f calls per file, want none per file", name, v)
 		}
 	}
+}
+
+// openat2Line is an openat2 call in strace's trace: its path and flags.
+var openat2Line = regexp.MustCompile(`^\d+\s+openat2\(\d+, "([^"]*)", \{flags=([A-Z0-9_|]+)`)
+
+// Like tar, the sender opens each file by its name beneath a descriptor of
+// its directory, which it resolves once for the consecutive files of that
+// directory in a read request (with openat2's no-symlink, beneath-the-tree
+// rules), not the whole path from the tree's top for every file: the
+// kernel walks one component per file instead of every directory on the
+// way. Counted in the trace of the sender's openat2 calls.
+func TestSenderOpensEachFileBeneathItsDirectory(t *testing.T) {
+	testenv.RequireTool(t, "strace")
+	src := filepath.Join(t.TempDir(), "src")
+	const files = 600
+	makeSenderTree(t, src, files)
+	dirs := 0
+	must(t, filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs++
+		}
+		return err
+	}))
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "strace.out")
+	cmd := exec.Command("strace", "-f", "-qq", "-e", "trace=openat2", "-o", out, self, "-test.run=^TestSenderSyscallsPerSmallFile$", "-test.count=1")
+	cmd.Env = append(os.Environ(), senderSyscallsChildEnv+"="+src)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %v\n%s", cmd.Args, err, b)
+	}
+	trace, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fileOpens, wholePaths, dirOpens := 0, 0, 0
+	for _, line := range strings.Split(string(trace), "\n") {
+		m := openat2Line.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		if strings.Contains(m[2], "O_DIRECTORY") {
+			dirOpens++
+			continue
+		}
+		fileOpens++
+		if strings.Contains(m[1], "/") {
+			wholePaths++
+		}
+	}
+	if fileOpens != files {
+		t.Fatalf("%d opens of files, want %d\n%s", fileOpens, files, trace)
+	}
+	if wholePaths > 0 {
+		t.Errorf("%d of %d files opened by a path with directories in it, want each by its name beneath its directory", wholePaths, files)
+	}
+	// The walk opens each directory once; each read request resolves
+	// each directory it reads from once.
+	batches := (files + senderBatchItems - 1) / senderBatchItems
+	if limit := 2*dirs + batches; dirOpens > limit {
+		t.Errorf("%d directory opens for %d directories in %d read requests, want at most %d", dirOpens, dirs, batches, limit)
+	}
+	t.Logf("%d files in %d directories: %d file opens, %d directory opens", files, dirs, fileOpens, dirOpens)
 }

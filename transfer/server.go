@@ -306,9 +306,7 @@ func (s *server) loop(ctx context.Context) error {
 				return err
 			}
 			s.enc.status(nil)
-			for i := range items {
-				sendItemData(ctx, &s.enc, s.src, &items[i], readBytes)
-			}
+			sendItems(ctx, &s.enc, s.src, items, readBytes)
 		case m == msgFileList && s.dst != "":
 			entries, err := s.dec.entries()
 			if err != nil {
