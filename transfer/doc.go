@@ -108,8 +108,10 @@
 // its readers; selection.go — SourceRoot; server.go — Serve and the
 // sender and receiver roles; selectconn.go — --delete and
 // --itemize-changes on the receiver; source.go — LocalSource, a local
-// tree as a sender; tarsend.go — the tar sender role; taracl.go — ACLs
-// and xattrs in pax headers; rsyncsend.go — the rsync sender role;
+// tree as a sender, and its read batches (each directory of a read
+// request resolved once, its files opened by name beneath it);
+// tarsend.go — the tar sender role; taracl.go — ACLs and xattrs in pax
+// headers; rsyncsend.go — the rsync sender role;
 // rsyncstream.go — RsyncStream and DialRsyncSender; pipe.go — in-process
 // streams (PipeStream, PipeDialer); receiveropts.go — ReceiverOptions,
 // a push receiver's options on the wire; reply.go — the plan and write

@@ -57,6 +57,16 @@ func finishRead(r io.Reader) error {
 	return nil
 }
 
+// sendItems sends the data of a read request's items in turn
+// (sendItemData), through one readBatch of src.
+func sendItems(ctx context.Context, enc *encoder, src *LocalSource, items []Item, readBytes int) {
+	b := src.readBatch()
+	defer b.Close()
+	for i := range items {
+		sendItemData(ctx, enc, b, &items[i], readBytes)
+	}
+}
+
 // sendItemData writes one item's data as chunks and an end tag, or an error
 // tag if the source fails. With enc.verify the end tag is a sum tag: the
 // xxh3-128 of the bytes read, which the receiver checks. readBytes is the

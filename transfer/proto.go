@@ -434,6 +434,10 @@ type decoder struct {
 	fr *frameReader
 	// verify expects whole items to end with a sum tag (Hello.Verify).
 	verify bool
+	// scratch holds the last short string field read (strBytes), so
+	// that a string costs one allocation, and an entry's path, the
+	// previous one's prefix joined to it, one too.
+	scratch []byte
 }
 
 func (d *decoder) byte() (byte, error) { return d.fr.ReadByte() }
@@ -460,18 +464,38 @@ func (d *decoder) count() (int, error) {
 }
 
 func (d *decoder) str() (string, error) {
+	b, err := d.strBytes()
+	return string(b), err
+}
+
+// maxScratchBytes is the longest string field read into the decoder's
+// scratch buffer; a longer one gets a buffer of its own, so that one long
+// field does not keep its size for the stream's life.
+const maxScratchBytes = 4096
+
+// strBytes reads a string field into a buffer that is valid until the
+// next call (the decoder's scratch, or a new one for a long field).
+func (d *decoder) strBytes() ([]byte, error) {
 	n, err := d.uvarint()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if n > maxString {
-		return "", fmt.Errorf("%w: string of %d bytes", ErrProtocol, n)
+		return nil, fmt.Errorf("%w: string of %d bytes", ErrProtocol, n)
 	}
-	b := make([]byte, n)
+	var b []byte
+	if n <= maxScratchBytes {
+		if d.scratch == nil {
+			d.scratch = make([]byte, maxScratchBytes)
+		}
+		b = d.scratch[:n]
+	} else {
+		b = make([]byte, n)
+	}
 	if _, err := io.ReadFull(d.fr, b); err != nil {
-		return "", unexpected(err)
+		return nil, unexpected(err)
 	}
-	return string(b), nil
+	return b, nil
 }
 
 func (d *decoder) bool() (bool, error) {
@@ -544,11 +568,11 @@ func (d *decoder) entryAfter(prev *treewalk.Entry) (treewalk.Entry, error) {
 	if prefix > uint64(len(prev.Path)) {
 		return fail(fmt.Errorf("%w: entry after %q: shares %d bytes of a %d-byte path", ErrProtocol, prev.Path, prefix, len(prev.Path)))
 	}
-	suffix, err := d.str()
+	suffix, err := d.strBytes()
 	if err != nil {
 		return fail(err)
 	}
-	en.Path = prev.Path[:prefix] + suffix
+	en.Path = prev.Path[:prefix] + string(suffix) // one allocation: the conversion borrows suffix
 	if err := treewalk.ValidPath(en.Path); err != nil {
 		return fail(fmt.Errorf("%w: entry %q: %w", ErrProtocol, en.Path, err))
 	}

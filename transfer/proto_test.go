@@ -1457,3 +1457,44 @@ func TestConnWriteErrorKinds(t *testing.T) {
 		t.Errorf("readonly.txt: %#v; want a plain RemoteError", errs[2])
 	}
 }
+
+// Decoding a file list or a read request costs one allocation per entry's
+// path (the previous path's prefix joined to the bytes sent) and none for
+// the string fields' buffers: both ends decode every entry of the tree,
+// the receiver the list and the sender each read request's items.
+func TestDecoderAllocationsPerEntry(t *testing.T) {
+	const n = 1000
+	entries := make([]treewalk.Entry, n)
+	for i := range entries {
+		entries[i] = treewalk.Entry{Path: fmt.Sprintf("files/%03d/%02d/parser-%05d.json", i/100, i/10%10, i), Kind: treewalk.KindFile,
+			Mode: 0o644, Uid: 1001, Gid: 1001, User: "alice", Group: "alice", Size: int64(100 + i), MtimeNs: 1_700_000_000_123_456_789 + int64(i)}
+	}
+	items := sampleItems(entries)
+	for _, tc := range []struct {
+		name string
+		enc  func(e *encoder)
+		dec  func(d *decoder) error
+	}{
+		{"entries", func(e *encoder) { e.entries(entries) }, func(d *decoder) error { _, err := d.entries(); return err }},
+		{"items", func(e *encoder) { e.items(items) }, func(d *decoder) error { _, err := d.items(); return err }},
+	} {
+		wire := messageWire(t, Compression{Codec: CodecNone}, tc.enc)
+		var br bytes.Reader
+		rd := bufio.NewReaderSize(&br, 64<<10)
+		allocs := testing.AllocsPerRun(5, func() {
+			br.Reset(wire)
+			rd.Reset(&br)
+			fr := newFrameReader(rd)
+			if err := tc.dec(&decoder{fr: fr}); err != nil {
+				t.Fatal(err)
+			}
+			drainFrames(fr)
+		})
+		// The result's slice grows by doubling (about log2(n) more), and
+		// the frame reader and list check cost a few per message.
+		if per := allocs / n; per > 1.1 {
+			t.Errorf("%s: %.2f allocations per entry (%.0f for %d), want at most 1.1", tc.name, per, allocs, n)
+		}
+		t.Logf("%s: %.0f allocations for %d entries", tc.name, allocs, n)
+	}
+}

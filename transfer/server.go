@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/restoresync/restoresync/treewalk"
@@ -52,6 +53,17 @@ type ServerConfig struct {
 	NewSink func(ctx context.Context, dst string, opts ReceiverOptions) (Sink, error)
 	// Version is this build's version, announced in the handshake.
 	Version string
+	// OneStream says that this process serves this one stream alone
+	// (serve --stdio, one process per stream of a restore). A sender
+	// whose frames go uncompressed (--compress none) then runs Go on one
+	// processor (runtime.GOMAXPROCS(1), unless $GOMAXPROCS is set): its
+	// work is one file after another, with nothing to compress beside
+	// it, and an idle second processor only costs the runtime's
+	// hand-offs and wake-ups, a system call or more per small file; a
+	// restore's other streams are processes of their own, on the other
+	// cores. Serve in a process with other work (serve --listen, tests)
+	// leaves it false.
+	OneStream bool
 }
 
 // Serve runs the server's side of one stream: the handshake, then requests
@@ -95,6 +107,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) e
 		}
 		defer src.Close()
 		s.src = src
+		if cfg.OneStream && comp.Codec == CodecNone && os.Getenv("GOMAXPROCS") == "" {
+			runtime.GOMAXPROCS(1)
+		}
 	case RoleGlob:
 		m, err := s.glob(h.Path)
 		if err != nil {
@@ -306,9 +321,7 @@ func (s *server) loop(ctx context.Context) error {
 				return err
 			}
 			s.enc.status(nil)
-			for i := range items {
-				sendItemData(ctx, &s.enc, s.src, &items[i], readBytes)
-			}
+			sendItems(ctx, &s.enc, s.src, items, readBytes)
 		case m == msgFileList && s.dst != "":
 			entries, err := s.dec.entries()
 			if err != nil {

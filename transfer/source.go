@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -257,6 +258,12 @@ func (s *LocalSource) Open(ctx context.Context, it *Item) (io.ReadCloser, error)
 	if err != nil {
 		return nil, err
 	}
+	return openedRange(fd, it)
+}
+
+// openedRange is Open's reader of it on fd, a descriptor just opened
+// without following symlinks, which it takes over (and closes on error).
+func openedRange(fd int, it *Item) (io.ReadCloser, error) {
 	// The descriptor stays a plain one: an *os.File would cost an fcntl
 	// and a failed registration with Go's poller (a regular file cannot
 	// be polled) per file.
@@ -269,7 +276,65 @@ func (s *LocalSource) Open(ctx context.Context, it *Item) (io.ReadCloser, error)
 		unix.Close(fd)
 		return nil, fmt.Errorf("no longer a regular file")
 	}
-	return &rangeReader{fd: fd, r: io.NewSectionReader(fdReaderAt(fd), it.Offset, it.Length), entry: &it.Entry}, nil
+	r := &rangeReader{fd: fd, entry: &it.Entry}
+	r.r = *io.NewSectionReader(fdReaderAt(fd), it.Offset, it.Length)
+	return r, nil
+}
+
+// readBatch returns a reader of the items of one read request, for one
+// goroutine: Open as LocalSource.Open, but with one base each file is
+// opened by its name beneath a descriptor of its directory, which is
+// resolved beneath the base once for the consecutive items of that
+// directory (with the same rules: no symlink followed, nothing outside
+// the base), as tar reads a directory's files; the walk lists a
+// directory's files together, so a batch of small files resolves each of
+// its directories about once instead of every directory on the way to
+// every file. The directory is held until the batch moves to another one
+// or is closed, so it is resolved within the request, as a file opened by
+// its whole path is. Close releases it.
+func (s *LocalSource) readBatch() *sourceBatch {
+	return &sourceBatch{s: s, dirfd: -1}
+}
+
+// sourceBatch is LocalSource.readBatch's reader; not safe for concurrent
+// use.
+type sourceBatch struct {
+	s     *LocalSource
+	dir   string // the directory dirfd holds ("" for none)
+	dirfd int    // -1 for none
+}
+
+// Open implements ItemSource for the batch's items.
+func (b *sourceBatch) Open(ctx context.Context, it *Item) (io.ReadCloser, error) {
+	p := it.Entry.Path
+	i := strings.LastIndexByte(p, '/')
+	if len(b.s.dirs) != 1 || i <= 0 {
+		return b.s.Open(ctx, it)
+	}
+	if dir := p[:i]; dir != b.dir {
+		b.Close()
+		fd, err := treewalk.OpenBeneath(int(b.s.dirs[0].Fd()), dir, unix.O_RDONLY|unix.O_DIRECTORY)
+		if err != nil {
+			// The whole path's resolution says what is in the way
+			// (a symlink is ErrSymlinkInPath, not O_DIRECTORY's
+			// ENOTDIR), by the same rules.
+			return b.s.Open(ctx, it)
+		}
+		b.dir, b.dirfd = dir, fd
+	}
+	fd, err := treewalk.OpenBeneath(b.dirfd, p[i+1:], unix.O_RDONLY|unix.O_NONBLOCK)
+	if err != nil {
+		return nil, err
+	}
+	return openedRange(fd, it)
+}
+
+// Close releases the directory the batch holds; the batch can go on.
+func (b *sourceBatch) Close() {
+	if b.dirfd >= 0 {
+		unix.Close(b.dirfd)
+	}
+	b.dir, b.dirfd = "", -1
 }
 
 // fdReaderAt reads a regular file's descriptor with pread(2).
@@ -311,7 +376,7 @@ func (s *LocalSource) Close() error {
 
 type rangeReader struct {
 	fd     int
-	r      *io.SectionReader
+	r      io.SectionReader
 	entry  *treewalk.Entry
 	served int64
 }

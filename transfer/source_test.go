@@ -72,6 +72,82 @@ func TestLocalSourceRefusesSymlinkPlantedAfterWalk(t *testing.T) {
 	}
 }
 
+// A read request's batch resolves each directory once for its files, with
+// the same refusals: a file, or a directory on its way, replaced by a
+// symlink since the walk makes the item fail in a new request; and a
+// request that resolved the directory before the swap goes on reading the
+// directory it resolved (the listed file), never the symlink's target.
+func TestLocalSourceBatchRefusesSymlinkPlantedAfterWalk(t *testing.T) {
+	dir := t.TempDir()
+	for p, data := range map[string]string{
+		"public_html/uploads/photo.jpg": "JPEG-DATA-0123",
+		"public_html/uploads/logo.png":  "PNG-DATA-45678",
+		"public_html/wp-config.php":     "DB_PASSWORD=x!",
+		"other/photo.jpg":               "SECRET-DATA-99",
+		"other/logo.png":                "SECRET-DATA-77",
+	} {
+		must(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, p), []byte(data), 0o644))
+	}
+	src, err := OpenLocalSource(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	list, err := src.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := map[string]*Item{}
+	for _, e := range list.Entries {
+		items[e.Path] = &Item{Entry: e, Length: e.Size}
+	}
+	read := func(b *sourceBatch, p string) (string, error) {
+		r, err := b.Open(context.Background(), items[p])
+		if err != nil {
+			return "", err
+		}
+		defer r.Close()
+		got, err := io.ReadAll(r)
+		return string(got), err
+	}
+	const photo, logo = "public_html/uploads/photo.jpg", "public_html/uploads/logo.png"
+	held := src.readBatch()
+	defer held.Close()
+	if got, err := read(held, photo); err != nil || got != "JPEG-DATA-0123" {
+		t.Fatalf("before planting: %q, %v", got, err)
+	}
+
+	// The file becomes a symlink to a same-size secret.
+	p := filepath.Join(dir, photo)
+	must(t, os.Remove(p))
+	must(t, os.Symlink("../wp-config.php", p))
+	b := src.readBatch()
+	if got, err := read(b, photo); !errors.Is(err, treewalk.ErrSymlinkInPath) {
+		t.Fatalf("file replaced by a symlink: read %q, err %v; want ErrSymlinkInPath", got, err)
+	}
+	b.Close()
+
+	// A directory on the way becomes a symlink to another directory.
+	must(t, os.Remove(p))
+	must(t, os.WriteFile(p, []byte("JPEG-DATA-0123"), 0o644))
+	up := filepath.Join(dir, "public_html/uploads")
+	must(t, os.Rename(up, up+".moved"))
+	must(t, os.Symlink("../other", up))
+	for _, f := range []string{photo, logo} {
+		b := src.readBatch()
+		if got, err := read(b, f); !errors.Is(err, treewalk.ErrSymlinkInPath) {
+			t.Fatalf("%s: directory replaced by a symlink: read %q, err %v; want ErrSymlinkInPath", f, got, err)
+		}
+		b.Close()
+	}
+	// The batch that resolved the directory before reads the listed
+	// file from it, not the secret the symlink points at.
+	if got, err := read(held, logo); err != nil || got != "PNG-DATA-45678" {
+		t.Fatalf("batch that resolved the directory before the swap: read %q, %v; want the listed file's data", got, err)
+	}
+}
+
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {

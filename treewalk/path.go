@@ -26,13 +26,18 @@ func ValidPath(p string) error {
 	case strings.HasPrefix(p, "/"):
 		return fmt.Errorf("%w: %s", ErrBadPath, "absolute path")
 	}
-	for _, c := range strings.Split(p, "/") {
+	for rest := p; ; {
+		c, after, more := strings.Cut(rest, "/")
 		if c == ".." {
 			return fmt.Errorf("%w: %s", ErrBadPath, "\"..\" component")
 		}
 		if c == "" || c == "." {
 			return fmt.Errorf("%w: %s", ErrBadPath, "not a clean path")
 		}
+		if !more {
+			break
+		}
+		rest = after
 	}
 	if path.Clean(p) != p {
 		return fmt.Errorf("%w: %s", ErrBadPath, "not a clean path")

@@ -78,3 +78,17 @@ func FuzzValidPath(f *testing.F) {
 		}
 	})
 }
+
+// Checking a received path allocates nothing: the receiver checks every
+// entry of the list and every item of every read request.
+func TestValidPathAllocatesNothing(t *testing.T) {
+	for _, p := range []string{"files/009/56/parser-40487.json", "wp-config.php", "."} {
+		if n := testing.AllocsPerRun(100, func() {
+			if err := ValidPath(p); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("ValidPath(%q): %.0f allocations, want none", p, n)
+		}
+	}
+}

@@ -77,6 +77,7 @@ func runServe(ctx context.Context, cmd *cobra.Command, o *serveOptions) error {
 	cfg := transfer.ServerConfig{Root: o.root, ReadOnly: o.readOnly, Version: version, NewSink: restore.NewSink}
 	switch {
 	case o.stdio && o.listen == "":
+		cfg.OneStream = true // this process serves this one stream
 		return transfer.Serve(ctx, os.Stdin, os.Stdout, cfg)
 	case o.listen != "" && !o.stdio:
 		if o.maxStartups < 0 || o.maxSessions < 0 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zeebo/xxh3"
 	"golang.org/x/sys/unix"
 
 	"github.com/restoresync/restoresync/transfer"
@@ -198,5 +199,23 @@ func TestLinkTmpfile(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "taken")); !strings.EqualFold(string(b), "kept") {
 		t.Errorf("the existing name was replaced: %q", b)
+	}
+}
+
+// A temporary name is ".restoresync-", the final name's xxh3 in 16 hex
+// digits, ".tmp" (what Finish sweeps and a rerun reuses), made with one
+// allocation: every file written gets one.
+func TestTempNameFormatAndAllocations(t *testing.T) {
+	for _, base := range []string{"wp-config.php", "", strings.Repeat("n", 255)} {
+		want := fmt.Sprintf(".restoresync-%016x.tmp", xxh3.HashString(base))
+		if got := tempName(base); got != want {
+			t.Errorf("tempName(%q) = %q, want %q", base, got, want)
+		}
+		if n := testing.AllocsPerRun(100, func() { _ = tempName(base) }); n > 1 {
+			t.Errorf("tempName(%q): %.0f allocations, want at most 1", base, n)
+		}
+	}
+	if got := tempName("a"); !strings.HasPrefix(got, ".restoresync-") || len(got) != len(".restoresync-")+16+len(".tmp") {
+		t.Errorf("tempName(a) = %q", got)
 	}
 }

@@ -28,7 +28,16 @@ const (
 )
 
 func tempName(base string) string {
-	return tempPrefix + fmt.Sprintf("%016x", xxh3.HashString(base)) + tempSuffix
+	const digits = "0123456789abcdef"
+	var b [len(tempPrefix) + 16 + len(tempSuffix)]byte
+	n := copy(b[:], tempPrefix)
+	h := xxh3.HashString(base)
+	for shift := 60; shift >= 0; shift -= 4 {
+		b[n] = digits[h>>shift&15]
+		n++
+	}
+	copy(b[n:], tempSuffix)
+	return string(b[:])
 }
 
 // Writer is the safe writer: the only code that writes into a destination
