@@ -31,6 +31,27 @@ func OpenBeneath(dirfd int, rel string, flags int) (int, error) {
 		return openLongBeneath(dirfd, rel, flags)
 	}
 	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if rel != "." && rel != ".." && rel != "" && strings.IndexByte(rel, '/') < 0 {
+		// One name of dirfd's directory: openat cannot leave it, and
+		// O_NOFOLLOW refuses a symlink (or magic link) there with ELOOP,
+		// returning an O_PATH descriptor of the link itself for
+		// O_PATH|O_NOFOLLOW, as openat2 with RESOLVE_NO_SYMLINKS does. It
+		// gives the same guarantees with less of the kernel's path work:
+		// BenchmarkOpenBeneathName's open and close of a file by name take
+		// about 5% less system time than with openat2 (medians of 3
+		// alternated rounds of 500,000: 1.81 against 1.91 s). The sender
+		// opens every file it reads so.
+		fd, err := unix.Openat(dirfd, rel, flags, 0)
+		if err == unix.ENOTDIR && flags&unix.O_DIRECTORY != 0 {
+			// With O_DIRECTORY, openat says a symlink is not a
+			// directory, where openat2 says it is a symlink.
+			var st unix.Stat_t
+			if unix.Fstatat(dirfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				err = unix.ELOOP
+			}
+		}
+		return fd, resolveError(err)
+	}
 	if !openat2Missing {
 		fd, err := unix.Openat2(dirfd, rel, &unix.OpenHow{
 			Flags:   uint64(flags),
