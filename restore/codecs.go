@@ -91,7 +91,13 @@ func (rep *Report) addStreams(ctx context.Context, s session, jobsAuto bool) {
 		}
 		rep.Codecs = append(rep.Codecs, cr)
 	}
-	if st.WriteSeconds > 0 {
+	// The receiver's rate while the link was the bottleneck is the
+	// link's; without it (a push, or a link the sender always outran
+	// the receiver on), the sender's writes are the measure.
+	switch {
+	case st.PeerSeconds > 0:
+		rep.LinkMiBPerSec = float64(st.PeerBytes) / (1 << 20) / st.PeerSeconds * float64(max(rep.Jobs, 1))
+	case st.WriteSeconds > 0:
 		rep.LinkMiBPerSec = float64(st.WireBytes) / (1 << 20) / st.WriteSeconds * float64(max(rep.Jobs, 1))
 	}
 }

@@ -81,7 +81,10 @@ type frameSample struct {
 // time per raw byte, max(compress cost, ratio × link time) (compressing
 // one frame overlaps with the link sending the previous ones), switching
 // only for a gain of 5% or more up the ladder (down, for any gain: as
-// fast and cheaper). The link's time is measured in windows
+// fast and cheaper). The link's time is what the receiver measured while
+// it received slower than this side wrote (peerLink: the channel's and
+// the sockets' buffers take the first megabytes at once, so a slow link
+// does not block the writes until they are full); else it is measured in windows
 // where Write took a fair share of the send time (the link is the
 // bottleneck); while compression is the bottleneck only cheaper rungs
 // are considered, and if the link was never seen blocking it is guessed
@@ -100,6 +103,12 @@ type autoController struct {
 	// link-bound (linkMeasured), else a guess (0: none yet).
 	linkNsPerByte float64
 	linkMeasured  bool
+	// peerNsPerByte is the link's time per wire byte as the receiver
+	// measured it (peerLink) while it received slower than this side
+	// wrote: the SSH channel's window and the sockets' buffers took the
+	// writes at once, so they did not measure the link. 0 when the last
+	// report showed the receiver keeping up.
+	peerNsPerByte float64
 	// The window being gathered.
 	win struct {
 		raw, compRaw, compEnc int
@@ -124,6 +133,26 @@ func (a *autoController) trialRatio(r float64) {
 		return
 	}
 	a.ratioScale = mix(a.ratioScale, r/autoPriors[1].ratio)
+}
+
+// peerLink feeds the receiver's measured time per wire byte over an
+// interval in which it received slower than this side wrote, or in which
+// this side's writes blocked for most of it: the link's (or the
+// receiver's) time, whatever the writes took.
+func (a *autoController) peerLink(nsPerByte float64) {
+	if nsPerByte > 0 {
+		a.peerNsPerByte = mix(a.peerNsPerByte, nsPerByte)
+	}
+}
+
+// peerCaughtUp tells the controller that over the receiver's last
+// interval this side was the bottleneck: the link is faster than the
+// receiver's rate said, unknown until the writes measure it (as at the
+// start, it is guessed as fast as they go).
+func (a *autoController) peerCaughtUp() {
+	if a.peerNsPerByte > 0 {
+		a.peerNsPerByte, a.linkMeasured = 0, false
+	}
 }
 
 // observe books one frame and, when a window is complete, decides the
@@ -190,6 +219,13 @@ func (a *autoController) decide() {
 		// measures the link.
 		a.linkNsPerByte = float64(w.write) / float64(w.enc)
 		top = a.rung
+	}
+	if a.peerNsPerByte > 0 {
+		// The receiver got the bytes slower than they were written:
+		// the link is the bottleneck at the rate it received at, and
+		// every rung is worth considering.
+		a.linkNsPerByte, a.linkMeasured = a.peerNsPerByte, true
+		top = len(autoLadder) - 1
 	}
 	best, cur := a.rung, a.predict(a.rung)
 	bestT := cur

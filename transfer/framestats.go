@@ -19,6 +19,14 @@ type FrameStats struct {
 	// stream's Write: while the link is the bottleneck, the time the link
 	// took to accept the frames.
 	WriteSeconds float64
+	// PeerBytes and PeerSeconds are the frame bytes the receiver got, and
+	// the time it took on its clock, over the intervals of its reports
+	// (msgRate, protocol 8) in which the link was the bottleneck: their
+	// ratio is the link's throughput, which the writes alone overstate
+	// while the buffers on the way fill. Zero when it sent no reports
+	// (a push's receiver) or the link was never the bottleneck.
+	PeerBytes   int64
+	PeerSeconds float64
 	// Decisions is how many times --compress auto chose a codec (once per
 	// window of frames); Final is the codec it last chose ("" with a
 	// fixed --compress).
@@ -46,6 +54,8 @@ type CodecStats struct {
 func (s *FrameStats) Add(o FrameStats) {
 	s.WireBytes += o.WireBytes
 	s.WriteSeconds += o.WriteSeconds
+	s.PeerBytes += o.PeerBytes
+	s.PeerSeconds += o.PeerSeconds
 	s.Decisions += o.Decisions
 	if o.Final != "" {
 		s.Final = o.Final
@@ -92,11 +102,13 @@ func (c *Conn) PeerStats(ctx context.Context) (_ FrameStats, err error) {
 // Wire form of a stats reply, after its status byte (all uvarints but the
 // names; durations in microseconds):
 //
-//	wireBytes, writeMicros, decisions, final string, count
+//	wireBytes, writeMicros, peerBytes, peerMicros, decisions, final string, count
 //	count × (codec string, frames, files, rawBytes, wireBytes, compressMicros)
 func (e *encoder) frameStats(s FrameStats) {
 	e.uvarint(uint64(s.WireBytes))
 	e.uvarint(uint64(s.WriteSeconds * 1e6))
+	e.uvarint(uint64(s.PeerBytes))
+	e.uvarint(uint64(s.PeerSeconds * 1e6))
 	e.uvarint(uint64(s.Decisions))
 	e.str(s.Final)
 	e.uvarint(uint64(len(s.Codecs)))
@@ -137,6 +149,8 @@ func (d *decoder) frameStats() (FrameStats, error) {
 	}
 	s.WireBytes = u()
 	s.WriteSeconds = float64(u()) / 1e6
+	s.PeerBytes = u()
+	s.PeerSeconds = float64(u()) / 1e6
 	s.Decisions = int(u())
 	s.Final = str()
 	n := u()
