@@ -107,12 +107,17 @@ func (s *pushSession) pool() *pool { return s.p }
 
 // codecsSummary is the summary line's account of the codecs and the link:
 // "zstd:3 12.0 MB -> 3.9 MB (3.1x, 140 MiB/s), none 40.0 MB; link 110 MiB/s".
+// A codec whose frames carried no file and less than 0.05 MB (the file
+// list's first frames, before auto chose) is left out; --json keeps it.
 func (rep *Report) codecsSummary() string {
 	if len(rep.Codecs) == 0 {
 		return ""
 	}
 	var parts []string
 	for _, c := range rep.Codecs {
+		if c.Files == 0 && c.Bytes < 50e3 {
+			continue // no file, and "0.0 MB": the file list's first frames
+		}
 		if c.Codec == "none" {
 			parts = append(parts, fmt.Sprintf("none %.1f MB", float64(c.WireBytes)/1e6))
 			continue
@@ -122,6 +127,9 @@ func (rep *Report) codecsSummary() string {
 			p += fmt.Sprintf(", %.0f MiB/s", c.MiBPerSec)
 		}
 		parts = append(parts, p+")")
+	}
+	if len(parts) == 0 {
+		return ""
 	}
 	s := strings.Join(parts, ", ")
 	if rep.LinkMiBPerSec > 0 {
