@@ -53,8 +53,7 @@ type frameCoder struct {
 // what this side had done when it read it.
 type peerRecv struct {
 	// recvBytes are the frame bytes the receiver had read, recvWait the
-	// time its reads of the stream waited for them while it had a request
-	// outstanding.
+	// time it waited with nothing to read (its frame reader empty).
 	recvBytes int64
 	recvWait  time.Duration
 	// idle is the time this side had waited for the receiver's next
@@ -74,8 +73,8 @@ const (
 	peerIdleShare = 0.5
 )
 
-// peerReceived books a receiver's report: recvBytes frame bytes read, for
-// which its reads waited recvWait; idle is the time this side's reader of
+// peerReceived books a receiver's report: recvBytes frame bytes read, and
+// recvWait spent waiting with nothing to read; idle is the time this side's reader of
 // requests has waited for them so far. Called by that reader; the sending
 // goroutine feeds the controller with it.
 func (fc *frameCoder) peerReceived(recvBytes int64, recvWait, idle time.Duration) {
@@ -89,7 +88,9 @@ func (fc *frameCoder) peerReceived(recvBytes int64, recvWait, idle time.Duration
 // bookPeer books the interval between the previous receiver report and
 // the latest one, if long enough. Over an interval in which the link was
 // the bottleneck (this side waited for requests, or on its writes), the
-// time the receiver waited per byte is the link's, which the controller
+// time the receiver waited per byte is the link's (none when the
+// receiver itself, busy writing, was the bottleneck: compressing would
+// not help it), which the controller
 // is fed and the stats count: the writes alone do not show it, as the
 // receiver asks for at most a few batches ahead and the buffers on the
 // way take them at once. When this side was the bottleneck, the receiver

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/restoresync/restoresync/delta"
 	"github.com/restoresync/restoresync/transport"
@@ -29,10 +28,8 @@ type Conn struct {
 	dec        decoder
 	sent, recv atomic.Int64
 	// recv0 is recv at the end of the handshake, what SendRead's
-	// receiver reports (msgRate) count from; recvWait is the time the
-	// stream's reads have waited while a request was outstanding.
-	recv0    int64
-	recvWait atomic.Int64 // ns
+	// receiver reports (msgRate) count from.
+	recv0 int64
 	// Peer is the version string the server announced.
 	Peer string
 	// planned is the list last sent with Plan: Finish with the same list
@@ -68,7 +65,7 @@ func Handshake(ctx context.Context, s transport.Stream, h Hello) (*Conn, error) 
 	stop := context.AfterFunc(ctx, func() { s.Close() })
 	defer stop()
 	cw := transport.CountingWriter(s, &c.sent)
-	br := bufio.NewReaderSize(waitReader{transport.CountingReader(s, &c.recv), c}, 64<<10)
+	br := bufio.NewReaderSize(transport.CountingReader(s, &c.recv), 64<<10)
 	if err := writeHandshake(cw, h); err != nil {
 		return nil, withStderr(s, fmt.Errorf("handshake: %w", err))
 	}
@@ -112,25 +109,6 @@ func Handshake(ctx context.Context, s transport.Stream, h Hello) (*Conn, error) 
 		return nil, ctx.Err()
 	}
 	return c, nil
-}
-
-// waitReader is a Conn's reader of its stream, which adds the time each
-// Read takes while a request is outstanding to recvWait: the time this
-// end waited for the link (or the peer), not for the requests it had yet
-// to send.
-type waitReader struct {
-	r io.Reader
-	c *Conn
-}
-
-func (w waitReader) Read(p []byte) (int, error) {
-	if w.c.pending.Load() == 0 {
-		return w.r.Read(p)
-	}
-	t0 := time.Now()
-	n, err := w.r.Read(p)
-	w.c.recvWait.Add(int64(time.Since(t0)))
-	return n, err
 }
 
 // closingStream is a Conn's stream: closing it (Close, Abort, CloseTar, a
@@ -260,13 +238,14 @@ func (r *ListReader) Next(ctx context.Context) (_ treewalk.Chunk, err error) {
 // its signature's sums, and its data comes back as a delta.
 func (c *Conn) SendRead(items []Item) error {
 	c.pending.Add(1) // until RecvRead
-	// What was received so far and how long the reads waited for it,
-	// for the sender's --compress auto: while the sender waits for this
-	// end's requests, that is the link's time, which the sender's writes
-	// into the buffers on the way do not show.
+	// What was received so far and how long this end waited with
+	// nothing to read, for the sender's --compress auto: while the
+	// sender waits for this end's requests, that is the link's time,
+	// which the sender's writes into the buffers on the way do not show
+	// (and none when this end, busy writing, is the bottleneck).
 	c.enc.byte(msgRate)
 	c.enc.uvarint(uint64(c.recv.Load() - c.recv0))
-	c.enc.uvarint(uint64(c.recvWait.Load() / 1e3))
+	c.enc.uvarint(uint64(c.dec.fr.waited.Load() / 1e3))
 	c.enc.byte(msgRead)
 	c.enc.items(items)
 	return c.fail(c.enc.flush())
