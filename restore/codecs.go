@@ -28,6 +28,11 @@ type CodecReport struct {
 	// data per second of one core's wall time (other work on the machine
 	// included); absent for none.
 	MiBPerSec float64 `json:"mib_per_s,omitempty"`
+	// CPUSeconds is the CPU time the sending side's compression took,
+	// measured with --compress auto on Linux (absent otherwise): against
+	// Bytes / MiBPerSec, its wall time, it says how much of a core the
+	// codec had, and so what it took from the other work.
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 }
 
 // frameStatser is a session whose streams can say what their sending side
@@ -82,7 +87,7 @@ func (rep *Report) addStreams(ctx context.Context, s session, jobsAuto bool) {
 		return
 	}
 	for _, c := range st.Codecs {
-		cr := CodecReport{Codec: c.Codec, Files: c.Files, Bytes: c.RawBytes, WireBytes: c.WireBytes}
+		cr := CodecReport{Codec: c.Codec, Files: c.Files, Bytes: c.RawBytes, WireBytes: c.WireBytes, CPUSeconds: c.CompressCPUSeconds}
 		if c.WireBytes > 0 {
 			cr.Ratio = float64(c.RawBytes) / float64(c.WireBytes)
 		}

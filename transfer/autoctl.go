@@ -50,6 +50,12 @@ const (
 	// of the stream's time: the CPU it takes from the other streams, ssh
 	// and the far side, so that of two rungs as fast the cheaper wins.
 	autoCPUWeight = 0.1
+	// autoStealWeight is what a ns of compression costs the other work
+	// per unit of measured contention above 1 (cpuWeight), and
+	// autoMaxContention bounds the contention one window may show (a
+	// window the scheduler starved is not the machine's load).
+	autoStealWeight   = 1.0
+	autoMaxContention = 4.0
 	// autoEWMA weighs a new window against what was known (1: only the new
 	// window).
 	autoEWMA = 0.5
@@ -67,6 +73,9 @@ type frameSample struct {
 	// Write took: while the link is the bottleneck, the time it takes
 	// to accept the frame.
 	compress, write time.Duration
+	// compressCPU is the CPU time of the compression (0: not measured):
+	// compress over it is how contended the core was.
+	compressCPU time.Duration
 	// skipped marks a frame sent uncompressed because most of it is
 	// already-compressed data, without a trial: it measures the link,
 	// not a codec.
@@ -79,7 +88,9 @@ type frameSample struct {
 // work takes) and saved (ratio), and how long the link took per byte
 // sent. After each window it picks the rung that minimizes the predicted
 // time per raw byte, max(compress cost, ratio × link time) (compressing
-// one frame overlaps with the link sending the previous ones), switching
+// one frame overlaps with the link sending the previous ones) plus the
+// CPU the codec takes from the other work, more the more contended its
+// core (cpuWeight: its wall time over its CPU time), switching
 // only for a gain of 5% or more up the ladder (down, for any gain: as
 // fast and cheaper). The link's time is what the receiver measured while
 // it received slower than this side wrote (peerLink: the channel's and
@@ -111,16 +122,21 @@ type autoController struct {
 	peerNsPerByte float64
 	// The window being gathered.
 	win struct {
-		raw, compRaw, compEnc int
-		enc                   int
-		compress, write       time.Duration
+		raw, compRaw, compEnc    int
+		enc                      int
+		compress, write, compCPU time.Duration
 	}
+	// contention is the codec's wall time over its CPU time (EWMA; 1:
+	// it had a core to itself, or not measured): above 1, other work
+	// waited for the core, and the CPU compression takes is taken from
+	// it (ssh, the other streams, the far side on shared cores).
+	contention float64
 	// decisions counts the windows decided, for tests and the report.
 	decisions int
 }
 
 func newAutoController() *autoController {
-	return &autoController{rung: autoStartRung, costScale: 1, ratioScale: 1}
+	return &autoController{rung: autoStartRung, costScale: 1, ratioScale: 1, contention: 1}
 }
 
 // current returns the rung the next frame is compressed with.
@@ -166,6 +182,7 @@ func (a *autoController) observe(s frameSample) bool {
 		w.compRaw += s.raw
 		w.compEnc += s.enc
 		w.compress += s.compress
+		w.compCPU += s.compressCPU
 	}
 	if w.raw < autoWindowBytes {
 		return false
@@ -173,9 +190,9 @@ func (a *autoController) observe(s frameSample) bool {
 	prev := a.rung
 	a.decide()
 	a.win = struct {
-		raw, compRaw, compEnc int
-		enc                   int
-		compress, write       time.Duration
+		raw, compRaw, compEnc    int
+		enc                      int
+		compress, write, compCPU time.Duration
 	}{}
 	a.decisions++
 	return a.rung != prev
@@ -191,6 +208,9 @@ func (a *autoController) decide() {
 		c := min(max(cost/p.nsPerByte, a.costScale/4), a.costScale*4)
 		a.costScale = mix(a.costScale, max(c, 0.001))
 		a.ratioScale = mix(a.ratioScale, float64(w.compEnc)/float64(w.compRaw)/p.ratio)
+		if w.compCPU > 0 {
+			a.contention = mix(a.contention, min(max(float64(w.compress)/float64(w.compCPU), 1), autoMaxContention))
+		}
 	}
 	busy := w.compress + w.write
 	if busy <= 0 || w.enc == 0 {
@@ -250,7 +270,17 @@ func (a *autoController) predict(r int) float64 {
 		ratio = 1
 	}
 	cost := p.nsPerByte * a.costScale
-	return max(cost, ratio*a.linkNsPerByte) + autoCPUWeight*cost
+	return max(cost, ratio*a.linkNsPerByte) + a.cpuWeight()*cost
+}
+
+// cpuWeight is what a ns of compression (wall) costs beyond its share of
+// the stream's time: autoCPUWeight on a core of its own, and
+// autoStealWeight more per unit of contention above 1, as on a machine
+// whose cores the codec shares every ns it runs is one that the other
+// work (ssh's crypto, the receiver, the other streams) waits: on a fast
+// link with busy cores that is more than the bytes it saves.
+func (a *autoController) cpuWeight() float64 {
+	return autoCPUWeight + autoStealWeight*(a.contention-1)
 }
 
 // mix is the EWMA step: old moved towards v by autoEWMA (v itself when

@@ -244,3 +244,51 @@ func TestFrameCoderPeerIntervals(t *testing.T) {
 		t.Errorf("a busy sender's interval measured the link: %.0f ns/byte, %d bytes", fc.auto.peerNsPerByte, fc.stats.PeerBytes)
 	}
 }
+
+// contended is w on cores shared with other work: compressing takes c
+// times its CPU time in wall time (the rest the core ran others).
+func contended(w autoWorld, c float64, a *autoController, n int) []int {
+	var rungs []int
+	for range n {
+		r := a.current()
+		rungs = append(rungs, r)
+		s := w.frame(r)
+		s.compressCPU = time.Duration(float64(s.compress) / c)
+		a.observe(s)
+	}
+	return rungs
+}
+
+// TestAutoControllerCountsStolenCPU checks the controller on cores that
+// the codec shares (its wall time 3× its CPU time, as on two cores with
+// ssh, the receiver and other work runnable): where the link is fast
+// enough that the bytes saved are worth less than the CPU taken from the
+// others, none (the 1 Gbit/s link that lz4 wins on free cores); a slow
+// link (2 MiB/s, --bwlimit 2M) still compresses; and uncontended cores
+// keep the choices of TestAutoControllerOnTraces.
+func TestAutoControllerCountsStolenCPU(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		world      autoWorld
+		contention float64
+		want       []string
+	}{
+		{"loopback-like link (50 ns/byte), shared cores", autoWorld{costScale: 2.2, ratioScale: 1.7, linkNsPerByte: 50}, 3, []string{"none"}},
+		{"1 Gbit/s, shared cores", autoWorld{costScale: 1, ratioScale: 1, linkNsPerByte: 8.5}, 3, []string{"none"}},
+		{"1 Gbit/s, a core of its own", autoWorld{costScale: 1, ratioScale: 1, linkNsPerByte: 8.5}, 1, []string{"lz4"}},
+		{"2 MiB/s, shared cores", autoWorld{costScale: 2.2, ratioScale: 1, linkNsPerByte: 500}, 3, []string{"zstd:1", "zstd:3", "zstd:9"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAutoController()
+			rungs := contended(tc.world, tc.contention, a, 400)
+			got := rungName(settled(t, rungs))
+			ok := false
+			for _, w := range tc.want {
+				ok = ok || got == w
+			}
+			if !ok {
+				t.Errorf("settled on %s, want %v (contention %.2f measured; rungs %v)", got, tc.want, a.contention, rungs)
+			}
+		})
+	}
+}

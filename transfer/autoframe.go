@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"bytes"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -44,7 +45,10 @@ type frameCoder struct {
 	// write is the sending goroutine's time in Write so far; peer is the
 	// receiver's last report (peerFresh: not yet booked), peerPrev the
 	// one the current interval starts from.
-	write              time.Duration
+	write time.Duration
+	// lastCPU is the CPU time of encode's last compression (auto only),
+	// which book hands to the controller; on the sending goroutine.
+	lastCPU            time.Duration
 	peer, peerPrev     peerRecv
 	peerFresh, peerOne bool
 }
@@ -181,6 +185,16 @@ func (fc *frameCoder) encode(enc *[]byte, frame []byte, meta frameMeta) (codec C
 	if comp == nil {
 		return CodecNone, frame, tried, 0, false, nil
 	}
+	if fc.auto != nil {
+		// The thread's CPU time against the wall time says how much of
+		// the core the codec had: the rest went to other work.
+		runtime.LockOSThread()
+		c0 := threadCPU()
+		defer func() {
+			fc.lastCPU = threadCPU() - c0
+			runtime.UnlockOSThread()
+		}()
+	}
 	t0 := time.Now()
 	e, err := comp.compress((*enc)[:frameHdrRoom], raw)
 	compress = time.Since(t0)
@@ -203,8 +217,10 @@ func (fc *frameCoder) book(tried Compression, meta frameMeta, rawLen, encLen, wi
 	fc.bookPeer()
 	if fc.auto != nil {
 		fc.auto.observe(frameSample{rung: slices.Index(autoLadder, tried), raw: rawLen, enc: encLen,
-			compress: compress, write: write, skipped: skipped})
+			compress: compress, compressCPU: fc.lastCPU, write: write, skipped: skipped})
 	}
+	cpu := fc.lastCPU
+	fc.lastCPU = 0
 	fc.write += write
 	s := &fc.stats
 	s.WriteSeconds += write.Seconds()
@@ -221,6 +237,7 @@ func (fc *frameCoder) book(tried Compression, meta frameMeta, rawLen, encLen, wi
 	c.RawBytes += int64(rawLen)
 	c.WireBytes += int64(wireLen)
 	c.CompressSeconds += compress.Seconds()
+	c.CompressCPUSeconds += cpu.Seconds()
 	if fc.auto != nil {
 		s.Decisions = fc.auto.decisions
 		s.Final = autoLadder[fc.auto.current()].String()

@@ -46,8 +46,11 @@ type CodecStats struct {
 	// and counts at its raw size).
 	RawBytes, WireBytes int64
 	// CompressSeconds is the wall time spent compressing them, on one
-	// core (other work on the machine included).
-	CompressSeconds float64
+	// core (other work on the machine included); CompressCPUSeconds the
+	// CPU time of it (--compress auto on Linux, else 0): the rest of the
+	// wall time the core ran other work.
+	CompressSeconds    float64
+	CompressCPUSeconds float64
 }
 
 // Add adds o's figures into s, codec by codec.
@@ -72,6 +75,7 @@ func (s *FrameStats) Add(o FrameStats) {
 		x.RawBytes += c.RawBytes
 		x.WireBytes += c.WireBytes
 		x.CompressSeconds += c.CompressSeconds
+		x.CompressCPUSeconds += c.CompressCPUSeconds
 	}
 }
 
@@ -103,7 +107,7 @@ func (c *Conn) PeerStats(ctx context.Context) (_ FrameStats, err error) {
 // names; durations in microseconds):
 //
 //	wireBytes, writeMicros, peerBytes, peerMicros, decisions, final string, count
-//	count × (codec string, frames, files, rawBytes, wireBytes, compressMicros)
+//	count × (codec string, frames, files, rawBytes, wireBytes, compressMicros, compressCPUMicros)
 func (e *encoder) frameStats(s FrameStats) {
 	e.uvarint(uint64(s.WireBytes))
 	e.uvarint(uint64(s.WriteSeconds * 1e6))
@@ -119,6 +123,7 @@ func (e *encoder) frameStats(s FrameStats) {
 		e.uvarint(uint64(c.RawBytes))
 		e.uvarint(uint64(c.WireBytes))
 		e.uvarint(uint64(c.CompressSeconds * 1e6))
+		e.uvarint(uint64(c.CompressCPUSeconds * 1e6))
 	}
 }
 
@@ -162,6 +167,7 @@ func (d *decoder) frameStats() (FrameStats, error) {
 		c.Codec = str()
 		c.Frames, c.Files, c.RawBytes, c.WireBytes = u(), u(), u(), u()
 		c.CompressSeconds = float64(u()) / 1e6
+		c.CompressCPUSeconds = float64(u()) / 1e6
 		s.Codecs = append(s.Codecs, c)
 	}
 	if err != nil {

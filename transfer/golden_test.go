@@ -160,7 +160,7 @@ var (
 	goldenSkip    = "gz/jpg/mp[34]"
 	goldenAuto    = Hello{Proto: ProtocolVersion, Version: "1.2.3", Role: RoleSender, Path: "/snapshots/daily.0/home/alice", Compression: "auto", SkipCompress: &goldenSkip}
 	goldenStats   = FrameStats{WireBytes: 1 << 20, WriteSeconds: 0.25, PeerBytes: 3 << 19, PeerSeconds: 0.75, Decisions: 3, Final: "zstd:3", Codecs: []CodecStats{
-		{Codec: "zstd:1", Frames: 4, Files: 120, RawBytes: 1 << 20, WireBytes: 340000, CompressSeconds: 0.0085},
+		{Codec: "zstd:1", Frames: 4, Files: 120, RawBytes: 1 << 20, WireBytes: 340000, CompressSeconds: 0.0085, CompressCPUSeconds: 0.004},
 		{Codec: "none", Frames: 2, Files: 3, RawBytes: 500000, WireBytes: 500006},
 	}}
 	goldenGlob    = Hello{Proto: ProtocolVersion, Version: "1.2.3", Role: RoleGlob, Path: "/snapshots/daily.*/home/alice/wp-config.php", Compression: "none"}
