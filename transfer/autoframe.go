@@ -78,9 +78,9 @@ const (
 )
 
 // peerReceived books a receiver's report: recvBytes frame bytes read, and
-// recvWait spent waiting with nothing to read; idle is the time this side's reader of
-// requests has waited for them so far. Called by that reader; the sending
-// goroutine feeds the controller with it.
+// recvWait spent waiting with nothing to read; idle is the time this
+// side's reader of requests has waited for them so far. Called by that
+// reader; the sending goroutine feeds the controller with it.
 func (fc *frameCoder) peerReceived(recvBytes int64, recvWait, idle time.Duration) {
 	now := time.Now()
 	fc.mu.Lock()
@@ -92,14 +92,14 @@ func (fc *frameCoder) peerReceived(recvBytes int64, recvWait, idle time.Duration
 // bookPeer books the interval between the previous receiver report and
 // the latest one, if long enough. Over an interval in which the link was
 // the bottleneck (this side waited for requests, or on its writes), the
-// time the receiver waited per byte is the link's (none when the
+// time the receiver waited per byte is the link's (about none when the
 // receiver itself, busy writing, was the bottleneck: compressing would
-// not help it), which the controller
-// is fed and the stats count: the writes alone do not show it, as the
-// receiver asks for at most a few batches ahead and the buffers on the
-// way take them at once. When this side was the bottleneck, the receiver
-// waited for it, not for the link, and the writes measure the link.
-// Called with fc.mu held, on the sending goroutine.
+// not help it), which the controller is fed and the stats count: the
+// writes alone do not show it, as the receiver asks for at most a few
+// batches ahead and the buffers on the way take them at once. When this
+// side was the bottleneck, the receiver waited for it, not for the link,
+// and the writes measure the link. Called with fc.mu held, on the
+// sending goroutine.
 func (fc *frameCoder) bookPeer() {
 	if !fc.peerFresh {
 		return
