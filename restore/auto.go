@@ -123,6 +123,12 @@ func autoSFTP(ctx context.Context, o Options, src, dst transport.Location, rep *
 	if o.Verify && o.Warnf != nil {
 		o.Warnf("--verify applies to the raw method only: the sftp method runs without it")
 	}
+	if c := o.Compression.Codec; c != transfer.CodecAuto && c != transfer.CodecNone {
+		if o.Warnf != nil {
+			o.Warnf("--compress %s applies to the raw method only: the sftp method sends uncompressed", o.Compression)
+		}
+		o.Compression = transfer.Compression{Codec: transfer.CodecNone}
+	}
 	*rep = Report{Method: string(MethodSFTP), MethodReason: reason, Compression: rep.Compression, Jobs: o.Jobs}
 	o.Verify = false
 	return runSFTP(ctx, o, src, dst, rep)

@@ -28,6 +28,11 @@ type CodecReport struct {
 	// data per second of one core's wall time (other work on the machine
 	// included); absent for none.
 	MiBPerSec float64 `json:"mib_per_s,omitempty"`
+	// CPUSeconds is the CPU time the sending side's compression took,
+	// measured with --compress auto on Linux (absent otherwise): against
+	// Bytes / MiBPerSec, its wall time, it says how much of a core the
+	// codec had, and so what it took from the other work.
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 }
 
 // frameStatser is a session whose streams can say what their sending side
@@ -82,7 +87,7 @@ func (rep *Report) addStreams(ctx context.Context, s session, jobsAuto bool) {
 		return
 	}
 	for _, c := range st.Codecs {
-		cr := CodecReport{Codec: c.Codec, Files: c.Files, Bytes: c.RawBytes, WireBytes: c.WireBytes}
+		cr := CodecReport{Codec: c.Codec, Files: c.Files, Bytes: c.RawBytes, WireBytes: c.WireBytes, CPUSeconds: c.CompressCPUSeconds}
 		if c.WireBytes > 0 {
 			cr.Ratio = float64(c.RawBytes) / float64(c.WireBytes)
 		}
@@ -91,7 +96,13 @@ func (rep *Report) addStreams(ctx context.Context, s session, jobsAuto bool) {
 		}
 		rep.Codecs = append(rep.Codecs, cr)
 	}
-	if st.WriteSeconds > 0 {
+	// The receiver's rate while the link was the bottleneck is the
+	// link's; without it (a push, or a link the sender always outran
+	// the receiver on), the sender's writes are the measure.
+	switch {
+	case st.PeerSeconds > 0:
+		rep.LinkMiBPerSec = float64(st.PeerBytes) / (1 << 20) / st.PeerSeconds * float64(max(rep.Jobs, 1))
+	case st.WriteSeconds > 0:
 		rep.LinkMiBPerSec = float64(st.WireBytes) / (1 << 20) / st.WriteSeconds * float64(max(rep.Jobs, 1))
 	}
 }
@@ -101,12 +112,17 @@ func (s *pushSession) pool() *pool { return s.p }
 
 // codecsSummary is the summary line's account of the codecs and the link:
 // "zstd:3 12.0 MB -> 3.9 MB (3.1x, 140 MiB/s), none 40.0 MB; link 110 MiB/s".
+// A codec whose frames carried no file and less than 0.05 MB (the file
+// list's first frames, before auto chose) is left out; --json keeps it.
 func (rep *Report) codecsSummary() string {
 	if len(rep.Codecs) == 0 {
 		return ""
 	}
 	var parts []string
 	for _, c := range rep.Codecs {
+		if c.Files == 0 && c.Bytes < 50e3 {
+			continue // no file, and "0.0 MB": the file list's first frames
+		}
 		if c.Codec == "none" {
 			parts = append(parts, fmt.Sprintf("none %.1f MB", float64(c.WireBytes)/1e6))
 			continue
@@ -116,6 +132,9 @@ func (rep *Report) codecsSummary() string {
 			p += fmt.Sprintf(", %.0f MiB/s", c.MiBPerSec)
 		}
 		parts = append(parts, p+")")
+	}
+	if len(parts) == 0 {
+		return ""
 	}
 	s := strings.Join(parts, ", ")
 	if rep.LinkMiBPerSec > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/restoresync/restoresync/restore/dest"
@@ -68,6 +69,9 @@ type observer struct {
 	p       Progress
 	log     *slog.Logger
 	streams atomic.Int32
+	// streamsMu orders the Streams calls as the count changes, so that
+	// the last one has the final count.
+	streamsMu sync.Mutex
 	// What the run will transfer and has written, for --jobs auto.
 	totalFiles, doneFiles atomic.Int64
 	totalBytes, doneBytes atomic.Int64
@@ -159,15 +163,15 @@ func (ob *observer) wire(total func() int64) {
 }
 
 // streamUp and streamDown count the streams moving data.
-func (ob *observer) streamUp() {
-	if ob != nil && ob.p != nil {
-		ob.p.Streams(int(ob.streams.Add(1)))
-	}
-}
+func (ob *observer) streamUp() { ob.streamsBy(1) }
 
-func (ob *observer) streamDown() {
+func (ob *observer) streamDown() { ob.streamsBy(-1) }
+
+func (ob *observer) streamsBy(d int32) {
 	if ob != nil && ob.p != nil {
-		ob.p.Streams(int(ob.streams.Add(-1)))
+		ob.streamsMu.Lock()
+		defer ob.streamsMu.Unlock()
+		ob.p.Streams(int(ob.streams.Add(d)))
 	}
 }
 

@@ -19,6 +19,9 @@ type recorder struct {
 	totalFiles, doneFiles  int
 	totalBytes, doneBytes  int64
 	maxStreams, lastStream int
+	// streamless counts the Adds of bytes made while no stream was
+	// counted.
+	streamless int
 }
 
 func (r *recorder) Start(files int, bytes int64) {
@@ -33,6 +36,9 @@ func (r *recorder) Add(files int, bytes int64) {
 	defer r.mu.Unlock()
 	r.doneFiles += files
 	r.doneBytes += bytes
+	if bytes > 0 && r.lastStream == 0 {
+		r.streamless++
+	}
 }
 
 func (r *recorder) Streams(n int) {
@@ -40,6 +46,28 @@ func (r *recorder) Streams(n int) {
 	defer r.mu.Unlock()
 	r.maxStreams = max(r.maxStreams, n)
 	r.lastStream = n
+}
+
+// With --jobs auto, the streams that move data are counted while they do:
+// bytes added with no stream counted would show "0 streams" as data moves.
+func TestProgressStreamsJobsAuto(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "alice")
+	accountFixture().build(t, src)
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			var rec recorder
+			o := options(mode, src, filepath.Join(t.TempDir(), "alice"))
+			o.Jobs = 0 // auto
+			o.Progress = &rec
+			rep := run(t, o)
+			if rep.Files == 0 || rec.maxStreams < 1 || rec.lastStream != 0 {
+				t.Errorf("%d files; streams peaked at %d and ended at %d", rep.Files, rec.maxStreams, rec.lastStream)
+			}
+			if rec.streamless > 0 {
+				t.Errorf("%d times bytes were added with 0 streams counted", rec.streamless)
+			}
+		})
+	}
 }
 
 // The raw method tells Progress the totals up front and adds up to them,

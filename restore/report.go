@@ -34,10 +34,12 @@ type Report struct {
 	// (raw method over a network; one object per codec, in the order
 	// first used): with --compress auto, what it chose.
 	Codecs []CodecReport `json:"codecs,omitempty"`
-	// LinkMiBPerSec is the link's throughput as the sending side measured
-	// it: wire bytes per second spent writing them, over all streams
-	// (MiB/s). Far above the wire rate, it says the link was never the
-	// bottleneck. Absent when not measured.
+	// LinkMiBPerSec is the link's throughput over all streams (MiB/s):
+	// in a pull, the rate the client received at while the link was the
+	// bottleneck (data waited for it); otherwise, and in a push, the
+	// sending side's wire bytes per second spent writing them. Far above
+	// the wire rate, it says the link was never the bottleneck. Absent
+	// when not measured.
 	LinkMiBPerSec float64 `json:"link_mib_per_s,omitempty"`
 	// Files is the number of regular files whose data was written (hardlink
 	// followers and up-to-date files not included).

@@ -78,6 +78,8 @@ func runSFTP(ctx context.Context, o Options, src, dst transport.Location, rep *R
 		return fmt.Errorf("%w: --method sftp restores one SRC: several SRCs, --relative and --files-from need --method raw", ErrUsage)
 	case o.Verify:
 		return fmt.Errorf("%w: --verify is for the raw method (SFTP carries no checksums)", ErrUsage)
+	case o.Compression.Codec != transfer.CodecAuto && o.Compression.Codec != transfer.CodecNone:
+		return fmt.Errorf("%w: --compress %s is for the raw method (SFTP has no compression of its own): use --compress auto or none", ErrUsage, o.Compression)
 	}
 	sel, err := planSelection(o, src)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/internal/testsshd"
 	"github.com/restoresync/restoresync/restore"
+	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/transport"
 	"github.com/restoresync/restoresync/treewalk"
 )
@@ -129,9 +130,13 @@ func TestSFTPPullSFTPOnlyAccount(t *testing.T) {
 	var warned []string
 	o := sftpOptions(srv, "/alice", dst)
 	o.Warnf = func(format string, args ...any) { warned = append(warned, fmt.Sprintf(format, args...)) }
+	o.Compression = transfer.DefaultCompression // auto: SFTP has no codecs to report
 	rep := run(t, o)
 	assertSFTPTree(t, src, dst)
 	assertNoTempFiles(t, dst)
+	if rep.Compression != "none" || len(rep.Codecs) != 0 || rep.LinkMiBPerSec != 0 {
+		t.Errorf("--compress auto with sftp: compression %q, codecs %+v, link %.1f MiB/s; want none, no codecs, no link figure", rep.Compression, rep.Codecs, rep.LinkMiBPerSec)
+	}
 	if rep.Method != "sftp" || rep.Jobs != 2 || rep.Symlinks != 3 || rep.Hardlinks != 0 || rep.WireBytes <= rep.Bytes {
 		t.Errorf("report: method %q, %d jobs, %d symlinks, %d hardlinks, %d wire bytes for %d; want sftp, 2, 3, 0, more wire bytes than payload",
 			rep.Method, rep.Jobs, rep.Symlinks, rep.Hardlinks, rep.WireBytes, rep.Bytes)
@@ -310,10 +315,16 @@ func TestSFTPUsage(t *testing.T) {
 		{Src: dir, Dst: filepath.Join(dir, "d")},
 		{Src: "backup:/a", MoreSrc: []string{"backup:/b"}, Dst: filepath.Join(dir, "d")},
 		{Src: "backup:/a", Dst: filepath.Join(dir, "d"), Verify: true},
+		{Src: "backup:/a", Dst: filepath.Join(dir, "d"), Compression: transfer.Compression{Codec: transfer.CodecZstd, Level: 3}},
+		{Src: "backup:/a", Dst: filepath.Join(dir, "d"), Compression: transfer.Compression{Codec: transfer.CodecLZ4}},
 	} {
 		o.Method = restore.MethodSFTP
-		if _, err := restore.Run(context.Background(), o); !errors.Is(err, restore.ErrUsage) {
+		_, err := restore.Run(context.Background(), o)
+		if !errors.Is(err, restore.ErrUsage) {
 			t.Errorf("%s → %s: %v; want a usage error", o.Src, o.Dst, err)
+		}
+		if o.Compression.Codec != transfer.CodecNone && (err == nil || !strings.Contains(err.Error(), "--compress "+o.Compression.String())) {
+			t.Errorf("--compress %s with --method sftp: %v; want a usage error naming the flag", o.Compression, err)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "d")); err == nil {

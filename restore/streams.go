@@ -54,6 +54,8 @@ func runStreams(ctx context.Context, s session, jobs int, produce func(ctx conte
 			one := make(chan *batch, 1)
 			one <- b
 			close(one)
+			ob.streamUp() // stream 0 moves data between list chunks
+			defer ob.streamDown()
 			return s.runStream(runCtx, 0, one, done)
 		}
 		select {

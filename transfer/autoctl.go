@@ -50,6 +50,12 @@ const (
 	// of the stream's time: the CPU it takes from the other streams, ssh
 	// and the far side, so that of two rungs as fast the cheaper wins.
 	autoCPUWeight = 0.1
+	// autoStealWeight is what a ns of compression costs the other work
+	// per unit of measured contention above 1 (cpuWeight), and
+	// autoMaxContention bounds the contention one window may show (a
+	// window the scheduler starved is not the machine's load).
+	autoStealWeight   = 1.0
+	autoMaxContention = 4.0
 	// autoEWMA weighs a new window against what was known (1: only the new
 	// window).
 	autoEWMA = 0.5
@@ -67,6 +73,9 @@ type frameSample struct {
 	// Write took: while the link is the bottleneck, the time it takes
 	// to accept the frame.
 	compress, write time.Duration
+	// compressCPU is the CPU time of the compression (0: not measured):
+	// compress over it is how contended the core was.
+	compressCPU time.Duration
 	// skipped marks a frame sent uncompressed because most of it is
 	// already-compressed data, without a trial: it measures the link,
 	// not a codec.
@@ -79,9 +88,14 @@ type frameSample struct {
 // work takes) and saved (ratio), and how long the link took per byte
 // sent. After each window it picks the rung that minimizes the predicted
 // time per raw byte, max(compress cost, ratio × link time) (compressing
-// one frame overlaps with the link sending the previous ones), switching
+// one frame overlaps with the link sending the previous ones) plus the
+// CPU the codec takes from the other work, more the more contended its
+// core (cpuWeight: its wall time over its CPU time), switching
 // only for a gain of 5% or more up the ladder (down, for any gain: as
-// fast and cheaper). The link's time is measured in windows
+// fast and cheaper). The link's time is what the receiver measured while
+// it received slower than this side wrote (peerLink: the channel's and
+// the sockets' buffers take the first megabytes at once, so a slow link
+// does not block the writes until they are full); else it is measured in windows
 // where Write took a fair share of the send time (the link is the
 // bottleneck); while compression is the bottleneck only cheaper rungs
 // are considered, and if the link was never seen blocking it is guessed
@@ -100,18 +114,29 @@ type autoController struct {
 	// link-bound (linkMeasured), else a guess (0: none yet).
 	linkNsPerByte float64
 	linkMeasured  bool
+	// peerNsPerByte is the link's time per wire byte as the receiver
+	// measured it (peerLink) while it received slower than this side
+	// wrote: the SSH channel's window and the sockets' buffers took the
+	// writes at once, so they did not measure the link. 0 when the last
+	// report showed the receiver keeping up.
+	peerNsPerByte float64
 	// The window being gathered.
 	win struct {
-		raw, compRaw, compEnc int
-		enc                   int
-		compress, write       time.Duration
+		raw, compRaw, compEnc    int
+		enc                      int
+		compress, write, compCPU time.Duration
 	}
+	// contention is the codec's wall time over its CPU time (EWMA; 1:
+	// it had a core to itself, or not measured): above 1, other work
+	// waited for the core, and the CPU compression takes is taken from
+	// it (ssh, the other streams, the far side on shared cores).
+	contention float64
 	// decisions counts the windows decided, for tests and the report.
 	decisions int
 }
 
 func newAutoController() *autoController {
-	return &autoController{rung: autoStartRung, costScale: 1, ratioScale: 1}
+	return &autoController{rung: autoStartRung, costScale: 1, ratioScale: 1, contention: 1}
 }
 
 // current returns the rung the next frame is compressed with.
@@ -126,6 +151,26 @@ func (a *autoController) trialRatio(r float64) {
 	a.ratioScale = mix(a.ratioScale, r/autoPriors[1].ratio)
 }
 
+// peerLink feeds the receiver's measured time per wire byte over an
+// interval in which it received slower than this side wrote, or in which
+// this side's writes blocked for most of it: the link's (or the
+// receiver's) time, whatever the writes took.
+func (a *autoController) peerLink(nsPerByte float64) {
+	if nsPerByte > 0 {
+		a.peerNsPerByte = mix(a.peerNsPerByte, nsPerByte)
+	}
+}
+
+// peerCaughtUp tells the controller that over the receiver's last
+// interval this side was the bottleneck: the link is faster than the
+// receiver's rate said, unknown until the writes measure it (as at the
+// start, it is guessed as fast as they go).
+func (a *autoController) peerCaughtUp() {
+	if a.peerNsPerByte > 0 {
+		a.peerNsPerByte, a.linkMeasured = 0, false
+	}
+}
+
 // observe books one frame and, when a window is complete, decides the
 // rung of the next frames. It reports whether the rung changed.
 func (a *autoController) observe(s frameSample) bool {
@@ -137,6 +182,7 @@ func (a *autoController) observe(s frameSample) bool {
 		w.compRaw += s.raw
 		w.compEnc += s.enc
 		w.compress += s.compress
+		w.compCPU += s.compressCPU
 	}
 	if w.raw < autoWindowBytes {
 		return false
@@ -144,9 +190,9 @@ func (a *autoController) observe(s frameSample) bool {
 	prev := a.rung
 	a.decide()
 	a.win = struct {
-		raw, compRaw, compEnc int
-		enc                   int
-		compress, write       time.Duration
+		raw, compRaw, compEnc    int
+		enc                      int
+		compress, write, compCPU time.Duration
 	}{}
 	a.decisions++
 	return a.rung != prev
@@ -162,6 +208,9 @@ func (a *autoController) decide() {
 		c := min(max(cost/p.nsPerByte, a.costScale/4), a.costScale*4)
 		a.costScale = mix(a.costScale, max(c, 0.001))
 		a.ratioScale = mix(a.ratioScale, float64(w.compEnc)/float64(w.compRaw)/p.ratio)
+		if w.compCPU > 0 {
+			a.contention = mix(a.contention, min(max(float64(w.compress)/float64(w.compCPU), 1), autoMaxContention))
+		}
 	}
 	busy := w.compress + w.write
 	if busy <= 0 || w.enc == 0 {
@@ -191,6 +240,13 @@ func (a *autoController) decide() {
 		a.linkNsPerByte = float64(w.write) / float64(w.enc)
 		top = a.rung
 	}
+	if a.peerNsPerByte > 0 {
+		// The receiver got the bytes slower than they were written:
+		// the link is the bottleneck at the rate it received at, and
+		// every rung is worth considering.
+		a.linkNsPerByte, a.linkMeasured = a.peerNsPerByte, true
+		top = len(autoLadder) - 1
+	}
 	best, cur := a.rung, a.predict(a.rung)
 	bestT := cur
 	for r := range top + 1 {
@@ -214,7 +270,17 @@ func (a *autoController) predict(r int) float64 {
 		ratio = 1
 	}
 	cost := p.nsPerByte * a.costScale
-	return max(cost, ratio*a.linkNsPerByte) + autoCPUWeight*cost
+	return max(cost, ratio*a.linkNsPerByte) + a.cpuWeight()*cost
+}
+
+// cpuWeight is what a ns of compression (wall) costs beyond its share of
+// the stream's time: autoCPUWeight on a core of its own, and
+// autoStealWeight more per unit of contention above 1, as on a machine
+// whose cores the codec shares every ns it runs is one that the other
+// work (ssh's crypto, the receiver, the other streams) waits: on a fast
+// link with busy cores that is more than the bytes it saves.
+func (a *autoController) cpuWeight() float64 {
+	return autoCPUWeight + autoStealWeight*(a.contention-1)
 }
 
 // mix is the EWMA step: old moved towards v by autoEWMA (v itself when

@@ -183,3 +183,112 @@ func TestAutoControllerStarvedWindow(t *testing.T) {
 		t.Errorf("settled on %s, want zstd:3 or zstd:9", got)
 	}
 }
+
+// TestAutoControllerPeerSlowLink checks a pull on a slow link whose
+// buffers take the sender's writes at once (the receiver asks for a few
+// batches ahead, and the SSH window and the sockets hold them): the
+// writes say the link is fast, the receiver's reports say it takes 80 ns
+// per byte (100 Mbit/s, or --bwlimit 12M), and the controller compresses;
+// once the receiver keeps up again (the reports stop showing the link
+// as the bottleneck), the writes decide, and a fast link ends on none.
+func TestAutoControllerPeerSlowLink(t *testing.T) {
+	buffered := autoWorld{costScale: 1, ratioScale: 1, linkNsPerByte: 0.3}
+	a := newAutoController()
+	var rungs []int
+	for range 100 {
+		rungs = append(rungs, a.current())
+		a.observe(buffered.frame(a.current()))
+		a.peerLink(80)
+	}
+	if got := rungName(settled(t, rungs)); got != "zstd:3" && got != "zstd:9" {
+		t.Errorf("with the receiver at 80 ns/byte: %s, want zstd:3 or zstd:9 (rungs %v)", got, rungs)
+	}
+	a.peerCaughtUp()
+	if got := rungName(settled(t, buffered.run(a, 400))); got != "none" {
+		t.Errorf("once the receiver kept up on a fast link: %s, want none", got)
+	}
+}
+
+// TestFrameCoderPeerIntervals checks how the receiver's reports are
+// booked: an interval in which the sender mostly waited for requests
+// measures the link at the receiver's wait per byte (and the stats count
+// it); one in which the sender was busy does not.
+func TestFrameCoderPeerIntervals(t *testing.T) {
+	fc, err := newFrameCoder(Compression{Codec: CodecAuto})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1000, 0)
+	report := func(recv int64, wait, idle time.Duration, at time.Duration) {
+		fc.peer = peerRecv{recvBytes: recv, recvWait: wait, idle: idle, write: fc.write, at: t0.Add(at)}
+		fc.peerFresh = true
+		fc.bookPeer()
+	}
+	report(0, 0, 0, 0)
+	// 4 MiB in 2 s, the sender idle 1.8 s of them: 500 ns per byte.
+	report(4<<20, 2*time.Second, 1800*time.Millisecond, 2*time.Second)
+	if ns := fc.auto.peerNsPerByte; ns < 450 || ns > 550 {
+		t.Errorf("link %.0f ns/byte from the receiver, want about 500", ns)
+	}
+	if fc.stats.PeerBytes != 4<<20 || fc.stats.PeerSeconds != 2 {
+		t.Errorf("stats count %d bytes in %.2f s, want 4 MiB in 2 s", fc.stats.PeerBytes, fc.stats.PeerSeconds)
+	}
+	// Less than peerMinBytes: the interval goes on.
+	report(4<<20+1000, 3*time.Second, 2800*time.Millisecond, 3*time.Second)
+	if fc.peerPrev.recvBytes != 4<<20 {
+		t.Errorf("a short interval was booked")
+	}
+	// The sender busy (idle 0.1 s of 1 s): the receiver waited for it.
+	report(8<<20, 3500*time.Millisecond, 1900*time.Millisecond, 4*time.Second)
+	if fc.auto.peerNsPerByte != 0 || fc.stats.PeerBytes != 4<<20 {
+		t.Errorf("a busy sender's interval measured the link: %.0f ns/byte, %d bytes", fc.auto.peerNsPerByte, fc.stats.PeerBytes)
+	}
+}
+
+// contended is w on cores shared with other work: compressing takes c
+// times its CPU time in wall time (the rest the core ran others).
+func contended(w autoWorld, c float64, a *autoController, n int) []int {
+	var rungs []int
+	for range n {
+		r := a.current()
+		rungs = append(rungs, r)
+		s := w.frame(r)
+		s.compressCPU = time.Duration(float64(s.compress) / c)
+		a.observe(s)
+	}
+	return rungs
+}
+
+// TestAutoControllerCountsStolenCPU checks the controller on cores that
+// the codec shares (its wall time 3× its CPU time, as on two cores with
+// ssh, the receiver and other work runnable): where the link is fast
+// enough that the bytes saved are worth less than the CPU taken from the
+// others, none (the 1 Gbit/s link that lz4 wins on free cores); a slow
+// link (2 MiB/s, --bwlimit 2M) still compresses; and uncontended cores
+// keep the choices of TestAutoControllerOnTraces.
+func TestAutoControllerCountsStolenCPU(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		world      autoWorld
+		contention float64
+		want       []string
+	}{
+		{"loopback-like link (50 ns/byte), shared cores", autoWorld{costScale: 2.2, ratioScale: 1.7, linkNsPerByte: 50}, 3, []string{"none"}},
+		{"1 Gbit/s, shared cores", autoWorld{costScale: 1, ratioScale: 1, linkNsPerByte: 8.5}, 3, []string{"none"}},
+		{"1 Gbit/s, a core of its own", autoWorld{costScale: 1, ratioScale: 1, linkNsPerByte: 8.5}, 1, []string{"lz4"}},
+		{"2 MiB/s, shared cores", autoWorld{costScale: 2.2, ratioScale: 1, linkNsPerByte: 500}, 3, []string{"zstd:1", "zstd:3", "zstd:9"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAutoController()
+			rungs := contended(tc.world, tc.contention, a, 400)
+			got := rungName(settled(t, rungs))
+			ok := false
+			for _, w := range tc.want {
+				ok = ok || got == w
+			}
+			if !ok {
+				t.Errorf("settled on %s, want %v (contention %.2f measured; rungs %v)", got, tc.want, a.contention, rungs)
+			}
+		})
+	}
+}

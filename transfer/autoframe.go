@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"bytes"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -41,6 +42,90 @@ type frameCoder struct {
 
 	mu    sync.Mutex
 	stats FrameStats
+	// write is the sending goroutine's time in Write so far; peer is the
+	// receiver's last report (peerFresh: not yet booked), peerPrev the
+	// one the current interval starts from.
+	write time.Duration
+	// lastCPU is the CPU time of encode's last compression (auto only),
+	// which book hands to the controller; on the sending goroutine.
+	lastCPU            time.Duration
+	peer, peerPrev     peerRecv
+	peerFresh, peerOne bool
+}
+
+// peerRecv is a receiver's report of what it has received (msgRate), with
+// what this side had done when it read it.
+type peerRecv struct {
+	// recvBytes are the frame bytes the receiver had read, recvWait the
+	// time it waited with nothing to read (its frame reader empty).
+	recvBytes int64
+	recvWait  time.Duration
+	// idle is the time this side had waited for the receiver's next
+	// request, write its time in Write, at when it read the report.
+	idle, write time.Duration
+	at          time.Time
+}
+
+// Receiver reports (msgRate) cover intervals of at least peerMinBytes
+// received: a shorter one measures the batching, not the link. The
+// receiver's requests pace this side: the link (or the receiver) is the
+// bottleneck over an interval in which this side waited for requests
+// peerIdleShare of the time or more, or its writes blocked autoLinkBound
+// of it.
+const (
+	peerMinBytes  = 1 << 20
+	peerIdleShare = 0.5
+)
+
+// peerReceived books a receiver's report: recvBytes frame bytes read, and
+// recvWait spent waiting with nothing to read; idle is the time this
+// side's reader of requests has waited for them so far. Called by that
+// reader; the sending goroutine feeds the controller with it.
+func (fc *frameCoder) peerReceived(recvBytes int64, recvWait, idle time.Duration) {
+	now := time.Now()
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	fc.peer = peerRecv{recvBytes: recvBytes, recvWait: recvWait, idle: idle, write: fc.write, at: now}
+	fc.peerFresh = true
+}
+
+// bookPeer books the interval between the previous receiver report and
+// the latest one, if long enough. Over an interval in which the link was
+// the bottleneck (this side waited for requests, or on its writes), the
+// time the receiver waited per byte is the link's (about none when the
+// receiver itself, busy writing, was the bottleneck: compressing would
+// not help it), which the controller is fed and the stats count: the
+// writes alone do not show it, as the receiver asks for at most a few
+// batches ahead and the buffers on the way take them at once. When this
+// side was the bottleneck, the receiver waited for it, not for the link,
+// and the writes measure the link. Called with fc.mu held, on the
+// sending goroutine.
+func (fc *frameCoder) bookPeer() {
+	if !fc.peerFresh {
+		return
+	}
+	fc.peerFresh = false
+	cur := fc.peer
+	if !fc.peerOne {
+		fc.peerPrev, fc.peerOne = cur, true
+		return
+	}
+	prev := fc.peerPrev
+	dB, dwait := cur.recvBytes-prev.recvBytes, cur.recvWait-prev.recvWait
+	dta, didle, dw := cur.at.Sub(prev.at), cur.idle-prev.idle, cur.write-prev.write
+	if dB < peerMinBytes || dta <= 0 {
+		return // the interval goes on
+	}
+	fc.peerPrev = cur
+	if float64(didle) >= peerIdleShare*float64(dta) || float64(dw) >= autoLinkBound*float64(dta) {
+		fc.stats.PeerBytes += dB
+		fc.stats.PeerSeconds += dwait.Seconds()
+		if fc.auto != nil {
+			fc.auto.peerLink(max(float64(dwait), 1) / float64(dB))
+		}
+	} else if fc.auto != nil {
+		fc.auto.peerCaughtUp()
+	}
 }
 
 func newFrameCoder(c Compression) (*frameCoder, error) {
@@ -100,6 +185,16 @@ func (fc *frameCoder) encode(enc *[]byte, frame []byte, meta frameMeta) (codec C
 	if comp == nil {
 		return CodecNone, frame, tried, 0, false, nil
 	}
+	if fc.auto != nil {
+		// The thread's CPU time against the wall time says how much of
+		// the core the codec had: the rest went to other work.
+		runtime.LockOSThread()
+		c0 := threadCPU()
+		defer func() {
+			fc.lastCPU = threadCPU() - c0
+			runtime.UnlockOSThread()
+		}()
+	}
 	t0 := time.Now()
 	e, err := comp.compress((*enc)[:frameHdrRoom], raw)
 	compress = time.Since(t0)
@@ -117,12 +212,16 @@ func (fc *frameCoder) encode(enc *[]byte, frame []byte, meta frameMeta) (codec C
 // wire (header included), under the codec tried; and feeds auto's
 // controller.
 func (fc *frameCoder) book(tried Compression, meta frameMeta, rawLen, encLen, wireLen int, compress, write time.Duration, skipped bool) {
-	if fc.auto != nil {
-		fc.auto.observe(frameSample{rung: slices.Index(autoLadder, tried), raw: rawLen, enc: encLen,
-			compress: compress, write: write, skipped: skipped})
-	}
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
+	fc.bookPeer()
+	if fc.auto != nil {
+		fc.auto.observe(frameSample{rung: slices.Index(autoLadder, tried), raw: rawLen, enc: encLen,
+			compress: compress, compressCPU: fc.lastCPU, write: write, skipped: skipped})
+	}
+	cpu := fc.lastCPU
+	fc.lastCPU = 0
+	fc.write += write
 	s := &fc.stats
 	s.WriteSeconds += write.Seconds()
 	s.WireBytes += int64(wireLen)
@@ -138,6 +237,7 @@ func (fc *frameCoder) book(tried Compression, meta frameMeta, rawLen, encLen, wi
 	c.RawBytes += int64(rawLen)
 	c.WireBytes += int64(wireLen)
 	c.CompressSeconds += compress.Seconds()
+	c.CompressCPUSeconds += cpu.Seconds()
 	if fc.auto != nil {
 		s.Decisions = fc.auto.decisions
 		s.Final = autoLadder[fc.auto.current()].String()

@@ -27,6 +27,9 @@ type Conn struct {
 	enc        encoder
 	dec        decoder
 	sent, recv atomic.Int64
+	// recv0 is recv at the end of the handshake, what SendRead's
+	// receiver reports (msgRate) count from.
+	recv0 int64
 	// Peer is the version string the server announced.
 	Peer string
 	// planned is the list last sent with Plan: Finish with the same list
@@ -103,6 +106,7 @@ func Handshake(ctx context.Context, s transport.Stream, h Hello) (*Conn, error) 
 	c.dec = decoder{fr: newFrameReader(br), verify: h.Verify}
 	c.s = closingStream{s, c.dec.fr}
 	c.Peer = rep.Version
+	c.recv0 = c.recv.Load()
 	c.matches = rep.Matches
 	c.sums = rep.Sums
 	if !stop() {
@@ -242,6 +246,14 @@ func (r *ListReader) Next(ctx context.Context) (_ treewalk.Chunk, err error) {
 // its signature's sums, and its data comes back as a delta.
 func (c *Conn) SendRead(items []Item) error {
 	c.pending.Add(1) // until RecvRead
+	// What was received so far and how long this end waited with
+	// nothing to read, for the sender's --compress auto: while the
+	// sender waits for this end's requests, that is the link's time,
+	// which the sender's writes into the buffers on the way do not show
+	// (and none when this end, busy writing, is the bottleneck).
+	c.enc.byte(msgRate)
+	c.enc.uvarint(uint64(c.recv.Load() - c.recv0))
+	c.enc.uvarint(uint64(c.dec.fr.waited.Load() / 1e3))
 	c.enc.byte(msgRead)
 	c.enc.items(items)
 	return c.fail(c.enc.flush())

@@ -24,7 +24,9 @@
 // frame's codec: none for already-compressed files, known by their
 // suffix, magic bytes or an lz4 trial of the first block, autoclass.go;
 // lz4 or a zstd level for the rest, which autoctl.go's controller picks
-// from the measured link and codec times; msgStats tells the client what
+// from the measured link and codec times, the link in a pull from the
+// client's msgRate reports, protocol 8, and the codec's CPU time from its
+// thread's, cputime_linux.go; msgStats tells the client what
 // each codec carried, framestats.go), carrying the messages of
 // proto.go: file lists, batches of
 // items and their data, plans, commits. Item data costs no copy in user
@@ -100,8 +102,10 @@
 // autoclass.go — --skip-compress lists, magic bytes and the trial that
 // classify a file's data; autoctl.go — auto's controller (autoController);
 // autoframe.go — each frame's codec and the stats (frameCoder), and what
-// the frame writer knows of an item; framestats.go — FrameStats, msgStats
-// and Conn.PeerStats;
+// the frame writer knows of an item, and the client's reports of what it
+// received (msgRate, bookPeer); framestats.go — FrameStats, msgStats
+// and Conn.PeerStats; cputime_linux.go, cputime_other.go — a thread's CPU
+// time (threadCPU);
 // proto.go — messages and their encoding; protometa.go — extended
 // metadata on the wire; sigcodec.go — a signature's wire form;
 // deltasend.go — a delta item's op stream; itemdata.go — item data and

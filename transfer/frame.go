@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -280,6 +281,9 @@ type frameReader struct {
 	closeOnce sync.Once
 	// exited is closed when the goroutine has returned.
 	exited chan struct{}
+	// waited is the time next has waited for a frame to arrive (ns): the
+	// time this end had nothing to read (Conn's receiver reports).
+	waited atomic.Int64
 }
 
 type frameResult struct {
@@ -403,7 +407,15 @@ func (fr *frameReader) next() error {
 		}
 		fr.cur = nil
 	}
-	res, ok := <-fr.ch
+	var res frameResult
+	var ok bool
+	select {
+	case res, ok = <-fr.ch:
+	default: // none has arrived: time the wait
+		t0 := time.Now()
+		res, ok = <-fr.ch
+		fr.waited.Add(int64(time.Since(t0)))
+	}
 	if !ok {
 		fr.err = io.EOF
 		return fr.err

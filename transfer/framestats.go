@@ -19,6 +19,14 @@ type FrameStats struct {
 	// stream's Write: while the link is the bottleneck, the time the link
 	// took to accept the frames.
 	WriteSeconds float64
+	// PeerBytes and PeerSeconds are the frame bytes the receiver got, and
+	// the time it took on its clock, over the intervals of its reports
+	// (msgRate, protocol 8) in which the link was the bottleneck: their
+	// ratio is the link's throughput, which the writes alone overstate
+	// while the buffers on the way fill. Zero when it sent no reports
+	// (a push's receiver) or the link was never the bottleneck.
+	PeerBytes   int64
+	PeerSeconds float64
 	// Decisions is how many times --compress auto chose a codec (once per
 	// window of frames); Final is the codec it last chose ("" with a
 	// fixed --compress).
@@ -38,14 +46,19 @@ type CodecStats struct {
 	// and counts at its raw size).
 	RawBytes, WireBytes int64
 	// CompressSeconds is the wall time spent compressing them, on one
-	// core (other work on the machine included).
-	CompressSeconds float64
+	// core (other work on the machine included); CompressCPUSeconds the
+	// CPU time of it (--compress auto on Linux, else 0): the rest of the
+	// wall time the core ran other work.
+	CompressSeconds    float64
+	CompressCPUSeconds float64
 }
 
 // Add adds o's figures into s, codec by codec.
 func (s *FrameStats) Add(o FrameStats) {
 	s.WireBytes += o.WireBytes
 	s.WriteSeconds += o.WriteSeconds
+	s.PeerBytes += o.PeerBytes
+	s.PeerSeconds += o.PeerSeconds
 	s.Decisions += o.Decisions
 	if o.Final != "" {
 		s.Final = o.Final
@@ -62,6 +75,7 @@ func (s *FrameStats) Add(o FrameStats) {
 		x.RawBytes += c.RawBytes
 		x.WireBytes += c.WireBytes
 		x.CompressSeconds += c.CompressSeconds
+		x.CompressCPUSeconds += c.CompressCPUSeconds
 	}
 }
 
@@ -92,11 +106,13 @@ func (c *Conn) PeerStats(ctx context.Context) (_ FrameStats, err error) {
 // Wire form of a stats reply, after its status byte (all uvarints but the
 // names; durations in microseconds):
 //
-//	wireBytes, writeMicros, decisions, final string, count
-//	count × (codec string, frames, files, rawBytes, wireBytes, compressMicros)
+//	wireBytes, writeMicros, peerBytes, peerMicros, decisions, final string, count
+//	count × (codec string, frames, files, rawBytes, wireBytes, compressMicros, compressCPUMicros)
 func (e *encoder) frameStats(s FrameStats) {
 	e.uvarint(uint64(s.WireBytes))
 	e.uvarint(uint64(s.WriteSeconds * 1e6))
+	e.uvarint(uint64(s.PeerBytes))
+	e.uvarint(uint64(s.PeerSeconds * 1e6))
 	e.uvarint(uint64(s.Decisions))
 	e.str(s.Final)
 	e.uvarint(uint64(len(s.Codecs)))
@@ -107,6 +123,7 @@ func (e *encoder) frameStats(s FrameStats) {
 		e.uvarint(uint64(c.RawBytes))
 		e.uvarint(uint64(c.WireBytes))
 		e.uvarint(uint64(c.CompressSeconds * 1e6))
+		e.uvarint(uint64(c.CompressCPUSeconds * 1e6))
 	}
 }
 
@@ -137,6 +154,8 @@ func (d *decoder) frameStats() (FrameStats, error) {
 	}
 	s.WireBytes = u()
 	s.WriteSeconds = float64(u()) / 1e6
+	s.PeerBytes = u()
+	s.PeerSeconds = float64(u()) / 1e6
 	s.Decisions = int(u())
 	s.Final = str()
 	n := u()
@@ -148,6 +167,7 @@ func (d *decoder) frameStats() (FrameStats, error) {
 		c.Codec = str()
 		c.Frames, c.Files, c.RawBytes, c.WireBytes = u(), u(), u(), u()
 		c.CompressSeconds = float64(u()) / 1e6
+		c.CompressCPUSeconds = float64(u()) / 1e6
 		s.Codecs = append(s.Codecs, c)
 	}
 	if err != nil {

@@ -159,8 +159,8 @@ var (
 	goldenRefusal = helloReply{Proto: ProtocolVersion, Version: "1.2.3", Codecs: []string{"none"}, Error: "open /srv: permission denied"}
 	goldenSkip    = "gz/jpg/mp[34]"
 	goldenAuto    = Hello{Proto: ProtocolVersion, Version: "1.2.3", Role: RoleSender, Path: "/snapshots/daily.0/home/alice", Compression: "auto", SkipCompress: &goldenSkip}
-	goldenStats   = FrameStats{WireBytes: 1 << 20, WriteSeconds: 0.25, Decisions: 3, Final: "zstd:3", Codecs: []CodecStats{
-		{Codec: "zstd:1", Frames: 4, Files: 120, RawBytes: 1 << 20, WireBytes: 340000, CompressSeconds: 0.0085},
+	goldenStats   = FrameStats{WireBytes: 1 << 20, WriteSeconds: 0.25, PeerBytes: 3 << 19, PeerSeconds: 0.75, Decisions: 3, Final: "zstd:3", Codecs: []CodecStats{
+		{Codec: "zstd:1", Frames: 4, Files: 120, RawBytes: 1 << 20, WireBytes: 340000, CompressSeconds: 0.0085, CompressCPUSeconds: 0.004},
 		{Codec: "none", Frames: 2, Files: 3, RawBytes: 500000, WireBytes: 500006},
 	}}
 	goldenGlob    = Hello{Proto: ProtocolVersion, Version: "1.2.3", Role: RoleGlob, Path: "/snapshots/daily.*/home/alice/wp-config.php", Compression: "none"}
@@ -408,6 +408,15 @@ func goldenCases(t *testing.T) []goldenCase {
 		})), itemizeReply{[]string{">f+++++++++ index.php", "*deleting   old.php"}, goldenPathErrors}},
 		{"bye", framed(false, func(e *encoder) { e.byte(msgBye) }), unframed(false, msgByte(msgBye, nil)), nil},
 		{"stats", framed(false, func(e *encoder) { e.byte(msgStats) }), unframed(false, msgByte(msgStats, nil)), nil},
+		{"rate", framed(false, func(e *encoder) { e.byte(msgRate); e.uvarint(3 << 20); e.uvarint(1500000) }),
+			unframed(false, msgByte(msgRate, func(d *decoder) (any, error) {
+				b, err := d.uvarint()
+				if err != nil {
+					return nil, err
+				}
+				us, err := d.uvarint()
+				return [2]uint64{b, us}, err
+			})), [2]uint64{3 << 20, 1500000}},
 		{"stats_reply", framed(false, func(e *encoder) { e.status(nil); e.frameStats(goldenStats) }),
 			unframed(false, okStatus(func(d *decoder) (any, error) { return d.frameStats() })), goldenStats},
 	}

@@ -43,8 +43,13 @@ import (
 // marked leaders). It also added --compress auto (Hello.Compression
 // "auto": each side chooses each frame's codec, which the frame header
 // names as before), Hello.SkipCompress, and the stats request (msgStats):
-// what the server's frames carried, by codec.
-const ProtocolVersion = 7
+// what the server's frames carried, by codec. Version 8 added the
+// receiver's reports (msgRate: the frame bytes a pull's client has read and
+// the time since its handshake, sent ahead of each read request), from
+// which the sender's --compress auto measures a link that its writes
+// into the buffers on the way do not, and FrameStats.PeerBytes and
+// PeerSeconds in the stats reply.
+const ProtocolVersion = 8
 
 // magic opens the handshake in both directions, so that a peer that is not a
 // restoresync agent (a login banner, "command not found") is recognised.
@@ -232,6 +237,7 @@ const (
 	msgDelete   byte = 8  // push: delete what the planned list lacks; reply: deleted paths, errors
 	msgItemize  byte = 9  // push: bool delete, entries; reply: itemized change lines, per-entry errors
 	msgStats    byte = 10 // what the server's frames carried so far; reply: FrameStats (framestats.go)
+	msgRate     byte = 11 // pull: frame bytes received and microseconds since the handshake, on the client's clock; no reply
 
 	statusOK    byte = 0
 	statusFatal byte = 1

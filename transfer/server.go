@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/restoresync/restoresync/treewalk"
 )
@@ -201,6 +202,10 @@ type server struct {
 	// started by the first; listed says its last chunk went out.
 	chunks *treewalk.Chunks
 	listed bool
+	// idle is the time the loop has waited for the client's next message:
+	// with the client's reports (msgRate), how --compress auto knows the
+	// link (or the client) paced it.
+	idle time.Duration
 }
 
 // resolve maps a client's path to a local one, confined beneath cfg.Root
@@ -295,7 +300,9 @@ func (s *server) loop(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		t0 := time.Now()
 		m, err := s.dec.byte()
+		s.idle += time.Since(t0)
 		if err == io.EOF {
 			return nil
 		}
@@ -305,6 +312,20 @@ func (s *server) loop(ctx context.Context) error {
 		switch {
 		case m == msgBye:
 			return nil
+		case m == msgRate:
+			b, err := s.dec.uvarint()
+			if err != nil {
+				return err
+			}
+			us, err := s.dec.uvarint()
+			if err != nil {
+				return err
+			}
+			if b > 1<<62 || us > 1<<62 {
+				return fmt.Errorf("%w: rate report out of range", ErrProtocol)
+			}
+			s.enc.fw.coder.peerReceived(int64(b), time.Duration(us)*time.Microsecond, s.idle)
+			continue // no reply
 		case m == msgStats:
 			st := s.enc.fw.coder.Stats()
 			s.enc.status(nil)
