@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/restoresync/restoresync/restore/dest"
+	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -60,8 +61,12 @@ type chunkRun struct {
 	// (--delete on a list read whole).
 	afterPlan func() error
 	// listing is closed once the last chunk is read, when the list is
-	// read on stream 0 (runStreams); nil otherwise.
-	listing chan struct{}
+	// read on stream 0 (runStreams); nil otherwise. When stream 0 is a
+	// push's control stream (reserve0), it is never closed: no worker
+	// takes stream 0, and the producer moves a batch on it when no other
+	// stream is free.
+	listing  chan struct{}
+	reserve0 bool
 
 	open []openDir // the directories being listed, outermost first
 	// closed collects the directories that track closes, for the
@@ -90,7 +95,10 @@ type chunkRun struct {
 func newChunkRun(s session, o Options, rep *Report, tr *tracker, src chunkSource, early bool) *chunkRun {
 	r := &chunkRun{s: s, o: o, rep: rep, tr: tr, ob: o.ob, src: src, early: early,
 		finKick: make(chan struct{}, 1), proKick: make(chan struct{}, 1)}
-	if src.onStream0() {
+	if ps, ok := s.(*pushSession); ok && ps.control {
+		r.reserve0 = true
+	}
+	if src.onStream0() || r.reserve0 {
 		r.listing = make(chan struct{})
 	}
 	if early {
@@ -186,7 +194,7 @@ func (r *chunkRun) read(ctx context.Context, emit func(*batch) error) error {
 			break
 		}
 	}
-	if r.listing != nil {
+	if r.listing != nil && !r.reserve0 {
 		close(r.listing)
 	}
 	if r.growing {
@@ -233,7 +241,13 @@ func (r *chunkRun) chunk(ctx context.Context, ch treewalk.Chunk, emit func(*batc
 	if r.o.DryRun {
 		return nil // nothing planned, moved or finished
 	}
-	plan, err := r.s.plan(ctx, ch.Entries)
+	var plan transfer.PlanResult
+	var err error
+	if ps, ok := r.s.(*pushSession); ok && r.reserve0 {
+		plan, err = ps.planChunk(ctx, &ch)
+	} else {
+		plan, err = r.s.plan(ctx, ch.Entries)
+	}
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}

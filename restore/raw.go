@@ -114,7 +114,11 @@ func openSession(ctx context.Context, o Options, sel selection, src, dst transpo
 func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 	src := s.listChunks(ctx)
 	defer src.close()
-	whole := s.deferCommits()
+	push, _ := s.(*pushSession)
+	whole := push != nil && (o.Delete || o.DryRun || o.ItemizeChanges)
+	if push != nil {
+		push.control = !whole
+	}
 	var list treewalk.List
 	var afterPlan func() error
 	if whole {

@@ -43,8 +43,11 @@ import (
 // marked leaders). It also added --compress auto (Hello.Compression
 // "auto": each side chooses each frame's codec, which the frame header
 // names as before), Hello.SkipCompress, and the stats request (msgStats):
-// what the server's frames carried, by codec.
-const ProtocolVersion = 7
+// what the server's frames carried, by codec. Version 8 streams a push's
+// list as well: msgPlanChunk plans each chunk of the client's walk, which
+// the receiver checks in turn (treewalk.ListChecker), and
+// msgFinishPlanned finishes planned entries by path (pushchunks.go).
+const ProtocolVersion = 8
 
 // magic opens the handshake in both directions, so that a peer that is not a
 // restoresync agent (a login banner, "command not found") is recognised.
@@ -232,6 +235,9 @@ const (
 	msgDelete   byte = 8  // push: delete what the planned list lacks; reply: deleted paths, errors
 	msgItemize  byte = 9  // push: bool delete, entries; reply: itemized change lines, per-entry errors
 	msgStats    byte = 10 // what the server's frames carried so far; reply: FrameStats (framestats.go)
+	// push, a list streamed in chunks (pushchunks.go):
+	msgPlanChunk     byte = 11 // the next chunk: last, entries, no errors, leaders, closed; reply: as msgFileList's
+	msgFinishPlanned byte = 12 // paths of planned entries to finish, in order; reply: finish errors
 
 	statusOK    byte = 0
 	statusFatal byte = 1

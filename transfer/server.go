@@ -186,6 +186,9 @@ type server struct {
 	// started by the first; listed says its last chunk went out.
 	chunks *treewalk.Chunks
 	listed bool
+	// push is a push's list streamed in chunks, from the first
+	// msgPlanChunk (pushchunks.go).
+	push *pushChunks
 }
 
 // resolve maps a client's path to a local one, confined beneath cfg.Root
@@ -368,6 +371,14 @@ func (s *server) loop(ctx context.Context) error {
 		case m == msgDelete && s.dst != "":
 			if err := s.serveDelete(ctx); err != nil {
 				return fmt.Errorf("%w: %w", ErrProtocol, err)
+			}
+		case m == msgPlanChunk && s.dst != "":
+			if err := s.servePlanChunk(ctx); err != nil {
+				return err
+			}
+		case m == msgFinishPlanned && s.dst != "":
+			if err := s.serveFinishPlanned(ctx); err != nil {
+				return err
 			}
 		case m == msgItemize && s.dst != "":
 			if err := s.serveItemize(ctx); err != nil {
