@@ -126,8 +126,9 @@ func rsyncCopy(t *testing.T, src, dst string) {
 // has already placed that chunk's files and finished the directory the
 // chunk completes (its final mode and mtime), and has nothing of the
 // rest: files land and directories finish before the walk ends. Local,
-// and pulled with one stream (the list and the data share it) and with
-// three.
+// pulled with one stream (the list and the data share it) and with
+// three, pushed with one (the plans, the data and the finishes share it)
+// and with three.
 func TestChunkedRestoreFinishesBeforeWalkEnds(t *testing.T) {
 	smallChunks(t, 4)
 	src := filepath.Join(t.TempDir(), "S")
@@ -143,7 +144,7 @@ func TestChunkedRestoreFinishesBeforeWalkEnds(t *testing.T) {
 	for _, c := range []struct {
 		mode string
 		jobs int
-	}{{"local", 2}, {"pull", 1}, {"pull", 3}} {
+	}{{"local", 2}, {"pull", 1}, {"pull", 3}, {"push", 1}, {"push", 3}} {
 		t.Run(fmt.Sprintf("%s-%d", c.mode, c.jobs), func(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "D")
 			placed := func() bool {

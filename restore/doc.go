@@ -30,9 +30,13 @@
 //	        finisher, per chunk in order  once its batches and the earlier
 //	          s.finish(links, dirs)       chunks' are done: links, specials, the
 //	                                      directories whose listing has ended
-//	      (--delete, -n, -i, push:        the list read whole first: itemize,
+//	        --delete, -n, -i, per chunk:  deleteAndItemize: dest.Writer.DeleteIn
+//	                                      in each directory the chunk completes
+//	                                      (none after a list error), then
+//	                                      dest.Itemizer.Lines
+//	      (push with --delete, -n, -i:    the list read whole first: itemize,
 //	       whole list)                    s.delete after the plan, one chunk,
-//	                                      s.finish(list) at the end)
+//	                                      s.finish(list) at the end
 //	      tracker.commitDeferred          push: split files' commits
 //	    s.close                           goodbye on every stream
 //
@@ -42,7 +46,10 @@
 // rsync's quick check on the receiver chunk by chunk, and meanwhile the
 // contents over parallel streams (-j, SSH connections to the remote
 // agent): pull, push or local → local; memory does not grow with the tree
-// (but --delete, -n, -i and push read the list whole first). Over a network, a file DST holds in
+// (a push too, planning and finishing each chunk on the receiver, but a
+// push with --delete, -n or -i reads the list whole first); --delete
+// deletes in each directory once its listing is complete (rsync's
+// --delete-during). Over a network, a file DST holds in
 // another version travels as a delta against that copy (the rsync
 // algorithm of Tridgell and Mackerras, delta/signature.go), rebuilt and
 // checked against the sender's hash before its rename; a delta that fails is sent again whole in the same run. It

@@ -99,21 +99,26 @@ func openSession(ctx context.Context, o Options, sel selection, src, dst transpo
 }
 
 // runSession is the raw restore proper, on an open session, over the
-// file list as the sender walks it (chunkRun): for each chunk, plan it
-// (quick check, signatures), move the needed data over the streams
-// (runStreams) and, once its data is placed, finish it (links, special
-// files, the directories whose listing has ended); failed deltas go again
-// whole meanwhile; then commit deferred split files. A run that needs the
-// whole list before it plans (--delete, which deletes nothing when the
-// list has errors; --dry-run and -i, whose lines come in rsync's order;
-// a push, which plans and finishes on a stream its workers use) reads it
-// whole first, itemizes and deletes as before, plans it as one chunk and
-// finishes it at the end. Per-file failures go into rep; the error
-// returned ends the run.
+// file list as the sender walks it (chunkRun): for each chunk, delete
+// and itemize what --delete, --dry-run and -i ask (in each directory
+// whose listing the chunk ends, as rsync's --delete-during; nothing more
+// once the sender has reported a list error), plan it (quick check,
+// signatures), move the needed data over the streams (runStreams) and,
+// once its data is placed, finish it (links, special files, the
+// directories whose listing has ended); failed deltas go again whole
+// meanwhile; then commit deferred split files. A push, which plans and
+// finishes on a stream its workers use, reads the list whole first,
+// itemizes and deletes on it, plans it as one chunk and finishes it at
+// the end. Per-file failures go into rep; the error returned ends the
+// run.
 func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 	src := s.listChunks(ctx)
 	defer src.close()
-	whole := o.Delete || o.DryRun || o.ItemizeChanges || s.deferCommits()
+	push, _ := s.(*pushSession)
+	whole := push != nil && (o.Delete || o.DryRun || o.ItemizeChanges)
+	if push != nil {
+		push.control = !whole
+	}
 	var list treewalk.List
 	var afterPlan func() error
 	if whole {

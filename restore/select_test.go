@@ -195,9 +195,11 @@ func TestDryRunWritesNothing(t *testing.T) {
 				t.Errorf("a dry run changed DST:\nbefore %v\nafter  %v", before, after)
 			}
 			want := []string{
-				"*deleting   public_html/stale.php",
+				// rsync's order: a directory's extras before those of
+				// its subdirectories, each directory's in reverse.
 				"*deleting   tmp/junk",
 				"*deleting   tmp/",
+				"*deleting   public_html/stale.php",
 				".d..t...... ./", // tmp/ was made in it
 				".d..t...... public_html/",
 				">f.st...... public_html/index.php",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 
 	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
@@ -79,15 +80,34 @@ type pushSession struct {
 	src     *transfer.LocalSource
 	readBuf int
 	ob      *observer
+	// control says that stream 0 is the run's control stream (a list
+	// streamed in chunks): no worker pipelines on it; plan, finish and
+	// commit use it whenever they need to, and the producer moves a
+	// batch on it, one request at a time under mu, when no other stream
+	// is free. Without it (the list read whole), the workers pipeline on
+	// stream 0 too and the commits wait until the end (deferCommits).
+	control bool
+	mu      sync.Mutex // stream 0's requests, with control
 }
 
-// listChunks: a push plans and finishes on stream 0, which its workers
-// use meanwhile, so runSession reads its list whole before planning it.
+// lock0 takes stream 0 for one request when it is the control stream,
+// and returns its release.
+func (s *pushSession) lock0() func() {
+	if !s.control {
+		return func() {}
+	}
+	s.mu.Lock()
+	return s.mu.Unlock
+}
+
+// listChunks: the local walk, chunk by chunk; runSession reads it whole
+// first for --delete, -n and -i, whose receiver side takes a whole list.
 func (s *pushSession) listChunks(ctx context.Context) chunkSource {
 	return walkChunks{s.src.ListChunks(ctx)}
 }
 
 func (s *pushSession) plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error) {
+	defer s.lock0()()
 	return s.p.conn(0).Plan(ctx, entries)
 }
 
@@ -113,6 +133,20 @@ func (s *pushSession) streams() <-chan int { return s.p.streams() }
 func (s *pushSession) runStream(ctx context.Context, i int, batches <-chan *batch, done func(*batch, []error) error) error {
 	c := s.p.conn(i)
 	buf := make([]byte, s.readBuf)
+	if i == 0 && s.control {
+		for b := range batches {
+			errs, err := s.write0(ctx, b, buf)
+			if err != nil {
+				return err
+			}
+			// done may commit a split file, on stream 0 too: after the
+			// release.
+			if err := done(b, errs); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	return pipeline(ctx, batches,
 		func(b *batch) ([]error, error) { return c.SendWrite(ctx, b.items, progressSource{s.src, s.ob}, buf) },
 		func(b *batch, sendErrs []error) error {
@@ -129,13 +163,52 @@ func (s *pushSession) runStream(ctx context.Context, i int, batches <-chan *batc
 		})
 }
 
+// write0 moves one batch on the control stream, stream 0: its request
+// and its reply, under mu.
+func (s *pushSession) write0(ctx context.Context, b *batch, buf []byte) ([]error, error) {
+	defer s.lock0()()
+	c := s.p.conn(0)
+	sendErrs, err := c.SendWrite(ctx, b.items, progressSource{s.src, s.ob}, buf)
+	if err != nil {
+		return nil, err
+	}
+	errs, err := c.RecvWrite(b.items)
+	if err != nil {
+		return nil, err
+	}
+	for j := range errs {
+		if sendErrs[j] != nil { // the source's own error says more
+			errs[j] = sendErrs[j]
+		}
+	}
+	return errs, nil
+}
+
 func (s *pushSession) commit(ctx context.Context, e *treewalk.Entry) (itemErr, err error) {
+	defer s.lock0()()
 	return s.p.conn(0).Commit(ctx, e)
 }
 
-func (s *pushSession) deferCommits() bool { return true }
+func (s *pushSession) deferCommits() bool { return !s.control }
 
+// planChunk plans the next chunk of a list streamed in chunks on the
+// receiver, which checks it as a part of the list (Conn.PlanChunk).
+func (s *pushSession) planChunk(ctx context.Context, ch *treewalk.Chunk) (transfer.PlanResult, error) {
+	defer s.lock0()()
+	return s.p.conn(0).PlanChunk(ctx, ch)
+}
+
+// finish: with a list streamed in chunks, the receiver holds the planned
+// entries that finishing acts on, which are then named by path.
 func (s *pushSession) finish(ctx context.Context, entries []treewalk.Entry) ([]*treewalk.PathError, error) {
+	defer s.lock0()()
+	if s.control {
+		paths := make([]string, len(entries))
+		for i := range entries {
+			paths[i] = entries[i].Path
+		}
+		return s.p.conn(0).FinishPlanned(ctx, paths)
+	}
 	return s.p.conn(0).Finish(ctx, entries)
 }
 

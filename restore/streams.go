@@ -30,7 +30,10 @@ import (
 // 0 (a pull) until it closes listing: the worker of stream 0 waits until
 // then, and meanwhile a batch that no other stream is ready to take is
 // moved by the producer itself on stream 0, between two chunks of the
-// list, so that a run with one stream goes on.
+// list, so that a run with one stream goes on. A push's control stream
+// (plan, finish, commits on stream 0 for the whole run) is a listing that
+// never closes: the worker of stream 0 never runs, and the producer moves
+// a batch on stream 0 whenever no other stream is ready to take it.
 //
 // The first stream failure (or produce's error) ends the run: it becomes
 // the cause of the run's context, which stops the producer and the
@@ -92,6 +95,8 @@ func runStreams(ctx context.Context, s session, jobs int, produce func(ctx conte
 			if i == 0 && listing != nil {
 				select {
 				case <-listing: // the list is read: stream 0 is free
+				case <-handedOut:
+					return // a control stream to the end (a push)
 				case <-runCtx.Done():
 					return
 				}

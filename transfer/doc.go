@@ -11,8 +11,11 @@
 //	pull: lr := c.ListChunks()          // the sender's file list, chunk by chunk:
 //	      lr.Next(ctx)                 // treewalk.Chunk (or c.List: them all)
 //	      c.SendRead(items); c.RecvRead(ctx, items, w)  // pipelined item data into restore's writer
-//	push: c.Plan(ctx, entries)         // what the receiver needs, with its signatures
-//	      c.SendWrite(...); c.RecvWrite(items); c.Commit(ctx, e); c.Finish(ctx, entries)
+//	push: c.PlanChunk(ctx, &chunk)     // each chunk of the client's walk (protocol 8): what
+//	                                   // the receiver needs, with its signatures
+//	      c.SendWrite(...); c.RecvWrite(items); c.Commit(ctx, e)
+//	      c.FinishPlanned(ctx, paths)  // planned entries finished, named by path
+//	      (or c.Plan(ctx, entries) ... c.Finish(ctx, entries): a whole list, for --delete, -n, -i)
 //	      c.Delete(ctx); c.Itemize(ctx, entries, del)  // --delete, --itemize-changes
 //	c.Close()                          // goodbye; Abort tears the stream down without one
 //	far side: Serve(ctx, stdin, stdout, cfg)  // the sender role reads a tree (LocalSource),
@@ -111,11 +114,12 @@
 // deltasend.go — a delta item's op stream; itemdata.go — item data and
 // its readers; selection.go — SourceRoot; server.go — Serve and the
 // sender and receiver roles; selectconn.go — --delete and
-// --itemize-changes on the receiver; source.go — LocalSource, a local
-// tree as a sender, and its read batches (each directory of a read
-// request resolved once, its files opened by name beneath it);
-// tarsend.go — the tar sender role; taracl.go — ACLs and xattrs in pax
-// headers; rsyncsend.go — the rsync sender role;
+// --itemize-changes on the receiver; pushchunks.go — a push's list
+// planned and finished chunk by chunk (PlanChunk, FinishPlanned);
+// source.go — LocalSource, a local tree as a sender, and its read batches
+// (each directory of a read request resolved once, its files opened by
+// name beneath it); tarsend.go — the tar sender role; taracl.go — ACLs
+// and xattrs in pax headers; rsyncsend.go — the rsync sender role;
 // rsyncstream.go — RsyncStream and DialRsyncSender; pipe.go — in-process
 // streams (PipeStream, PipeDialer); receiveropts.go — ReceiverOptions,
 // a push receiver's options on the wire; reply.go — the plan and write

@@ -370,6 +370,15 @@ func goldenCases(t *testing.T) []goldenCase {
 				}
 				return d.entries()
 			})), entries[:3]},
+		{"plan_chunk", framed(false, func(e *encoder) {
+			e.byte(msgPlanChunk)
+			e.chunk(&treewalk.Chunk{Entries: entries, Leaders: goldenLeaders(entries), Closed: 1})
+		}), unframed(false, msgByte(msgPlanChunk, func(d *decoder) (any, error) {
+			ch, err := d.chunk()
+			return listReply{ch.Entries, ch.Errors, ch.Leaders, ch.Last, ch.Closed}, err
+		})), listReply{entries, nil, goldenLeaders(entries), false, 1}},
+		{"finish_planned_paths", framed(false, func(e *encoder) { e.byte(msgFinishPlanned); e.strings([]string{"uploads/link", "uploads/"}) }),
+			unframed(false, msgByte(msgFinishPlanned, func(d *decoder) (any, error) { return d.strings() })), []string{"uploads/link", "uploads/"}},
 		{"finish_reply", framed(false, func(e *encoder) { e.status(nil); e.pathErrors(sentPathErrors()) }),
 			unframed(false, okStatus(func(d *decoder) (any, error) { return d.pathErrors() })), goldenPathErrors},
 		{"delete", framed(false, func(e *encoder) { e.byte(msgDelete) }), unframed(false, msgByte(msgDelete, nil)), nil},

@@ -49,6 +49,10 @@ import (
 // which the sender's --compress auto measures a link that its writes
 // into the buffers on the way do not, and FrameStats.PeerBytes and
 // PeerSeconds in the stats reply.
+// Version 8 also streams a push's list: msgPlanChunk plans each chunk
+// of the client's walk, which the receiver checks in turn
+// (treewalk.ListChecker), and msgFinishPlanned finishes planned entries by
+// path (pushchunks.go).
 const ProtocolVersion = 8
 
 // magic opens the handshake in both directions, so that a peer that is not a
@@ -238,6 +242,9 @@ const (
 	msgItemize  byte = 9  // push: bool delete, entries; reply: itemized change lines, per-entry errors
 	msgStats    byte = 10 // what the server's frames carried so far; reply: FrameStats (framestats.go)
 	msgRate     byte = 11 // pull: frame bytes received and microseconds since the handshake, on the client's clock; no reply
+	// push, a list streamed in chunks (pushchunks.go):
+	msgPlanChunk     byte = 12 // the next chunk: last, entries, no errors, leaders, closed; reply: as msgFileList's
+	msgFinishPlanned byte = 13 // paths of planned entries to finish, in order; reply: finish errors
 
 	statusOK    byte = 0
 	statusFatal byte = 1

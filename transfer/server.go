@@ -206,6 +206,9 @@ type server struct {
 	// with the client's reports (msgRate), how --compress auto knows the
 	// link (or the client) paced it.
 	idle time.Duration
+	// push is a push's list streamed in chunks, from the first
+	// msgPlanChunk (pushchunks.go).
+	push *pushChunks
 }
 
 // resolve maps a client's path to a local one, confined beneath cfg.Root
@@ -402,6 +405,14 @@ func (s *server) loop(ctx context.Context) error {
 		case m == msgDelete && s.dst != "":
 			if err := s.serveDelete(ctx); err != nil {
 				return fmt.Errorf("%w: %w", ErrProtocol, err)
+			}
+		case m == msgPlanChunk && s.dst != "":
+			if err := s.servePlanChunk(ctx); err != nil {
+				return err
+			}
+		case m == msgFinishPlanned && s.dst != "":
+			if err := s.serveFinishPlanned(ctx); err != nil {
+				return err
 			}
 		case m == msgItemize && s.dst != "":
 			if err := s.serveItemize(ctx); err != nil {

@@ -170,7 +170,8 @@ func WalkRootChunks(ctx context.Context, r *os.Root) *Chunks {
 }
 
 // WalkPartsChunks is WalkParts as chunks (see Chunks), with extra, errors
-// of the selection found before the walk, added to the last chunk. One
+// of the selection found before the walk, with the first chunk (so that a
+// receiver that deletes as it goes knows of them before it deletes). One
 // part is walked chunk by chunk; several parts are merged, which needs
 // their whole list (WalkParts), then cut into chunks. Close it when done
 // with it.
@@ -188,10 +189,10 @@ func WalkPartsChunks(ctx context.Context, parts []Part, f *Filter, extra []*Path
 	return runChunks(ctx, func(emit func(Chunk) error) error {
 		w := newWalker(f)
 		w.emit = emit
+		w.list.Errors = append(w.list.Errors, extra...) // known before the walk: with the first chunk
 		if err := w.walkPart(ctx, parts[0]); err != nil {
 			return err
 		}
-		w.list.Errors = append(w.list.Errors, extra...)
 		return w.flush(true)
 	})
 }
@@ -203,7 +204,8 @@ func ListChunks(list List) *Chunks {
 }
 
 // cutList emits list as chunks of ChunkEntries entries, its errors with
-// the last.
+// the first: a receiver that stops deleting once the sender has reported
+// an error (--delete) then deletes nothing.
 func cutList(list List, emit func(Chunk) error) error {
 	linked := map[string]bool{}
 	for i := range list.Entries {
@@ -215,13 +217,16 @@ func cutList(list List, emit func(Chunk) error) error {
 	for start := 0; ; start += n {
 		end := min(start+n, len(list.Entries))
 		c := Chunk{Entries: list.Entries[start:end:end]}
+		if start == 0 {
+			c.Errors = list.Errors
+		}
 		for i := range c.Entries {
 			if e := &c.Entries[i]; e.LinkTo == "" && linked[e.Path] {
 				c.Leaders = append(c.Leaders, i)
 			}
 		}
 		if end == len(list.Entries) {
-			c.Errors, c.Last = list.Errors, true
+			c.Last = true
 			return emit(c)
 		}
 		if err := emit(c); err != nil {

@@ -44,8 +44,9 @@
 //     basis, opened without following symlinks and checked to be the
 //     regular file its signature was made from) and must match the
 //     sender's hash before the rename;
-//   - Delete removes only below the restored roots, never what the filters
-//     exclude, never through a symlink; Itemize and a DryRun Writer write
+//   - Delete and DeleteIn remove only below the restored roots, never what
+//     the filters exclude, never through a symlink, in rsync's order;
+//     Itemize, ItemizeDeletesIn, an Itemizer and a DryRun Writer write
 //     nothing;
 //   - a tar archive is untrusted: every entry is checked before anything is
 //     written (see extract.go).
@@ -53,7 +54,8 @@
 // Concurrency: WriteItem, Commit and OpenBasis are safe for concurrent use
 // by any number of streams, and several Writers (in several processes) may
 // work on one DST, as the streams of a push do. Plan, Finish, FixRsync,
-// RsyncQuickCheck, Delete and Itemize are passes over a file list: call
+// RsyncQuickCheck, Delete and Itemize are passes over a file list (DeleteIn
+// and an Itemizer's Lines over a directory or a chunk of it): call
 // each from one goroutine, Plan before the items are written, Finish after
 // all of them. Plan and Finish may also be given a list in pieces (the raw
 // method's chunks, in list order, Plan and Finish on two goroutines): each
@@ -88,6 +90,8 @@
 //	for each split file, once its blocks are in:
 //	    w.Commit(ctx, entry)             // metadata on the fd, rename
 //	w.Delete(ctx, entries)               // --delete: extras below the roots
+//	                                     // (or w.DeleteIn(ctx, dir, names) per directory
+//	                                     // whose listing is complete: a streamed list)
 //	w.Finish(ctx, entries)               // symlinks, specials, hardlinks; dirs deepest first
 //	w.Close()                            // uncommitted split temps removed
 //
@@ -108,7 +112,8 @@
 // (symlinks, special files, hardlinks, directory metadata); hardlink.go
 // — hardlink groups, linking a name to a member DST holds up to date
 // (no data sent); delete.go —
-// Delete (--delete); itemize.go — Itemize (--itemize-changes, --dry-run);
+// Delete, DeleteIn, ItemizeDeletesIn (--delete), rsync's order of
+// deletion; itemize.go — Itemize, Itemizer (--itemize-changes, --dry-run);
 // itemize_way.go — the deletions of a directory in the way of a file;
 // itemize_xattr.go — the 'a' and 'x' letters; escape.go —
 // EscapeItemized, names printed as rsync prints them;

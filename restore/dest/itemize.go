@@ -50,19 +50,60 @@ func (w *Writer) Itemize(ctx context.Context, entries []treewalk.Entry, del bool
 			lines = append(lines, "*deleting   "+p)
 		}
 	}
-	// resent: the leaders of hardlink groups, true once their line says
-	// that they get a new inode on DST (a file's data is sent, another
-	// kind is made again).
-	resent := map[string]bool{}
-	var changes []string // the entries' lines, after all deletions
-	groups := linkGroups(entries)
-	for leader := range groups {
-		resent[leader] = false
+	changes, errs, err := w.NewItemizer().Lines(ctx, entries, nil)
+	if err != nil {
+		return nil, nil, err
 	}
+	return append(lines, changes...), errs, nil
+}
+
+// Itemizer is Itemize for a file list streamed in chunks: Lines gives
+// each chunk's lines in turn, as Itemize gives the entries' lines of a
+// whole list, remembering across chunks only what the lines of later
+// hardlink followers depend on (per leader: whether it gets a new inode,
+// which follower's inode it is linked to), so its memory grows with the
+// hardlink groups, not with the tree. A leader is linked to a follower
+// DST holds up to date only when that follower is in the leader's chunk,
+// as Plan does chunk by chunk. Not safe for concurrent use.
+type Itemizer struct {
+	w *Writer
+	// resent: the hardlink leaders, true once their line says that
+	// they get a new inode on DST (a file's data is sent, another kind
+	// is made again).
+	resent map[string]bool
 	// via: a leader DST lacks (or holds out of date) that will be linked
 	// to a follower DST holds up to date, which is then itemized as the
 	// source of the link, as rsync -H does.
-	via := map[string]string{}
+	via map[string]string
+}
+
+// NewItemizer returns an Itemizer on w's DST.
+func (w *Writer) NewItemizer() *Itemizer {
+	return &Itemizer{w: w, resent: map[string]bool{}, via: map[string]string{}}
+}
+
+// Lines returns the change lines of entries, the next chunk of the list
+// (leaders: the indices of its hardlink leaders, treewalk.Chunk's
+// Leaders; the leaders of entries' followers count without it), in list
+// order, and the entries a restore could not change (see Itemize); the
+// "*deleting" lines of a directory in the way (with Force) come before
+// the others, as in Itemize. The error is for cancellation only.
+func (it *Itemizer) Lines(ctx context.Context, entries []treewalk.Entry, leaders []int) ([]string, []*treewalk.PathError, error) {
+	w := it.w
+	var lines []string
+	var changes []string // the entries' lines, after all deletions
+	groups := linkGroups(entries)
+	for leader := range groups {
+		if _, ok := it.resent[leader]; !ok {
+			it.resent[leader] = false
+		}
+	}
+	for _, i := range leaders {
+		if _, ok := it.resent[entries[i].Path]; !ok {
+			it.resent[entries[i].Path] = false
+		}
+	}
+	resent, via := it.resent, it.via
 	errs, err := w.pass(ctx, entries, func(cur *dirCursor, _ int, e *treewalk.Entry) error {
 		way, err := w.inTheWay(cur, e)
 		if err != nil {

@@ -1,0 +1,149 @@
+package transfer
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/restoresync/restoresync/treewalk"
+)
+
+// A push streams its file list too (protocol 8): the client plans each
+// chunk of its walk as it comes (msgPlanChunk) and, once a chunk's data is
+// placed, asks the receiver to finish the entries of it, and the
+// directories whose listing has ended, by path (msgFinishPlanned). The
+// receiver checks the chunks in turn as a pull's receiver does
+// (treewalk.ListChecker) and keeps, of each planned chunk, only the
+// entries that finishing acts on until they are finished (symlinks,
+// special files, hardlinks, the leaders of hardlink groups, and the
+// directories), so its memory does not grow with the tree; a path to
+// finish that it does not hold ends the stream (ErrProtocol).
+
+// pushChunks is the receiver's state of a push's list streamed in chunks.
+type pushChunks struct {
+	check treewalk.ListChecker
+	// held are the planned entries that finishing acts on, by path, until
+	// they are finished.
+	held map[string]treewalk.Entry
+}
+
+// PlanChunk sends the next chunk of a file list streamed in chunks to a
+// receiver (push), as Plan sends a whole list: the receiver checks it as
+// a part of the list (tree order, hardlinks only to the leaders of it or
+// of an earlier chunk, nothing beneath a directory a chunk said was
+// complete), compares it with its tree and answers with the indices of
+// the entries whose data it needs and the signatures of the copies it has.
+// The chunk's Errors are not sent (they are the client's). Finish the
+// chunk's entries with FinishPlanned. The error ends the stream.
+func (c *Conn) PlanChunk(ctx context.Context, ch *treewalk.Chunk) (_ PlanResult, err error) {
+	defer c.watch(ctx)(&err)
+	c.pending.Add(1)
+	defer c.pending.Add(-1)
+	c.enc.byte(msgPlanChunk)
+	c.enc.chunk(&treewalk.Chunk{Entries: ch.Entries, Leaders: ch.Leaders, Last: ch.Last, Closed: ch.Closed})
+	c.planned = nil
+	if err := c.enc.flush(); err != nil {
+		return PlanResult{}, c.fail(err)
+	}
+	if err := c.dec.status(); err != nil {
+		return PlanResult{}, c.fail(err)
+	}
+	res, err := c.dec.planReply(ch.Entries)
+	if err != nil {
+		return PlanResult{}, c.fail(err)
+	}
+	return res, nil
+}
+
+// FinishPlanned asks a receiver to finish entries of the chunks planned
+// with PlanChunk, named by path in the order Finish takes them
+// (symlinks, special files, hardlinks, then directories deepest first),
+// each at most once: a path it does not hold (never planned, finished
+// already, or a regular file that no hardlink needs) ends the stream.
+// It returns the per-entry errors; err ends the run.
+func (c *Conn) FinishPlanned(ctx context.Context, paths []string) (_ []*treewalk.PathError, err error) {
+	defer c.watch(ctx)(&err)
+	c.pending.Add(1)
+	defer c.pending.Add(-1)
+	c.enc.byte(msgFinishPlanned)
+	c.enc.strings(paths)
+	if err := c.enc.flush(); err != nil {
+		return nil, c.fail(err)
+	}
+	if err := c.dec.status(); err != nil {
+		return nil, c.fail(err)
+	}
+	errs, err := c.dec.pathErrors()
+	if err != nil {
+		return nil, c.fail(err)
+	}
+	return errs, nil
+}
+
+// servePlanChunk answers msgPlanChunk on the receiver; its error ends the
+// stream.
+func (s *server) servePlanChunk(ctx context.Context) error {
+	ch, err := s.dec.chunk()
+	if err != nil {
+		return err
+	}
+	if len(ch.Errors) > 0 {
+		return fmt.Errorf("%w: a chunk to plan carries list errors", ErrProtocol)
+	}
+	if s.push == nil {
+		s.push = &pushChunks{held: map[string]treewalk.Entry{}}
+	}
+	if err := s.push.check.Check(ch); err != nil {
+		return fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
+	leader := make(map[int]bool, len(ch.Leaders))
+	for _, i := range ch.Leaders {
+		leader[i] = true
+	}
+	for i := range ch.Entries {
+		if e := &ch.Entries[i]; e.Kind != treewalk.KindFile || e.LinkTo != "" || leader[i] {
+			s.push.held[e.Path] = *e
+		}
+	}
+	s.planned = nil // msgFinish cannot refer to a chunk
+	sink, err := s.openSink(ctx)
+	var res PlanResult
+	if err == nil {
+		res, err = sink.Plan(ctx, ch.Entries)
+	}
+	s.enc.status(err)
+	if err == nil {
+		s.enc.planReply(res)
+	}
+	return nil
+}
+
+// serveFinishPlanned answers msgFinishPlanned on the receiver; its error
+// ends the stream.
+func (s *server) serveFinishPlanned(ctx context.Context) error {
+	paths, err := s.dec.strings()
+	if err != nil {
+		return err
+	}
+	if s.push == nil && len(paths) > 0 {
+		return fmt.Errorf("%w: finish before a planned chunk", ErrProtocol)
+	}
+	entries := make([]treewalk.Entry, 0, len(paths))
+	for _, p := range paths {
+		e, ok := s.push.held[p]
+		if !ok {
+			return fmt.Errorf("%w: finish of %q, which no planned chunk holds to finish", ErrProtocol, p)
+		}
+		delete(s.push.held, p)
+		entries = append(entries, e)
+	}
+	sink, err := s.openSink(ctx)
+	var errs []*treewalk.PathError
+	if err == nil {
+		errs, err = sink.Finish(ctx, entries)
+	}
+	s.enc.status(err)
+	if err == nil {
+		s.enc.pathErrors(errs)
+	}
+	return nil
+}
