@@ -16,6 +16,7 @@ import (
 
 	"github.com/restoresync/restoresync/internal/testenv"
 	"github.com/restoresync/restoresync/restore"
+	"github.com/restoresync/restoresync/transfer"
 	"github.com/restoresync/restoresync/treewalk"
 )
 
@@ -240,6 +241,35 @@ func peakHeapBytes(fn func()) uint64 {
 	close(stop)
 	<-stopped
 	return peak.Load()
+}
+
+// A pull with --compress auto keeps both ends' heap under one bound at
+// 50,000 and 200,000 files, 48 MiB (about 19 and 36 MiB are used): the
+// codecs a long run's controller moves through hold their encoders for
+// the rest of the run, and zstd's best levels alone (36 MiB of state) took
+// the 200,000-file pull to 92 MiB.
+func TestChunkedPullAutoMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("pulls 250,000 files")
+	}
+	const bound = 48 << 20
+	for _, n := range []int{50_000, 200_000} {
+		src := flatTree(t, n)
+		dst := filepath.Join(memDir(t), "D")
+		var rep *restore.Report
+		o := options("pull", src, dst)
+		o.Compression = transfer.Compression{Codec: transfer.CodecAuto}
+		peak := peakHeapBytes(func() { rep = run(t, o) })
+		t.Logf("%d files pulled with --compress auto: peak heap %.1f MiB", n, float64(peak)/(1<<20))
+		if rep.Files != n {
+			t.Errorf("%d files restored of %d", rep.Files, n)
+		}
+		if peak > bound {
+			t.Errorf("%d files pulled with --compress auto: peak heap %.1f MiB, over the %d MiB that bounds it whatever the tree", n, float64(peak)/(1<<20), bound>>20)
+		}
+		os.RemoveAll(src)
+		os.RemoveAll(dst)
+	}
 }
 
 // A restore's memory does not grow with the tree: restoring 50,000 and

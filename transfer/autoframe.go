@@ -38,7 +38,7 @@ type frameCoder struct {
 	fixed     Compression
 	fixedComp compressor
 	auto      *autoController
-	comps     [6]compressor // autoLadder's, made when first used
+	comps     [5]compressor // autoLadder's, made when first used
 
 	mu    sync.Mutex
 	stats FrameStats
