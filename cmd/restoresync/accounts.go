@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"regexp"
 	"runtime"
 	"slices"
@@ -212,6 +213,10 @@ func runAccounts(ctx context.Context, cmd *cobra.Command, o *restoreOptions, arg
 		Parallel: o.accts.parallel,
 		Order:    o.accts.order,
 		Estimate: o.estimateAccount,
+		Check: func(a fleet.Account) error {
+			_, err := user.Lookup(a.Name) // as applyAccount will
+			return err
+		},
 		Restore: func(ctx context.Context, a fleet.Account) fleet.Result {
 			ar := &accountRun{name: a.Name, args: append(slices.Clone(a.Srcs), a.Dst), mux: mux}
 			if len(srcT) == 0 {
