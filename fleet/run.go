@@ -69,12 +69,15 @@ type Options struct {
 	Parallel int
 	// Order is the start order; the zero value is OrderSmallest.
 	Order Order
-	// Estimate returns an account's size in bytes, and false when it has
-	// no estimate; it is called for every account before any restore
-	// starts, Parallel at a time, and only for OrderSmallest and
-	// OrderLargest. nil: no estimates (the order stays as given, and the
-	// Summary says so).
-	Estimate func(ctx context.Context, a Account) (sizeBytes int64, ok bool)
+	// Estimate returns the size in bytes of each of accounts (those
+	// that pass Check), one per account in order, negative for an
+	// account without an estimate (a result of another length counts
+	// as none). It is called once, before any restore starts, and only
+	// for OrderSmallest and OrderLargest: it should size them all at
+	// once (one request per backup host), since no account starts
+	// before it returns. nil: no estimates (the order stays as given,
+	// and the Summary says so).
+	Estimate func(ctx context.Context, accounts []Account) (sizesBytes []int64)
 	// Check, when not nil, says whether an account can run on this host
 	// (its user exists here): an account it fails (non-nil error) is
 	// not sized and runs after every other, in every order, as it would
@@ -101,7 +104,7 @@ func Run(ctx context.Context, accounts []Account, o Options) *Summary {
 		s.Order = OrderSmallest
 	}
 	parallel := max(o.Parallel, 1)
-	order := s.order(ctx, accounts, o.Check, o.Estimate, parallel)
+	order := s.order(ctx, accounts, o.Check, o.Estimate)
 	s.runOrder = order
 	s.Results = make([]Result, len(accounts))
 	next := make(chan int)
@@ -159,7 +162,7 @@ const ExitNotRun = 20
 // after those with one, in the order given), then those that fail it, in
 // the order given.
 func (s *Summary) order(ctx context.Context, accounts []Account, check func(Account) error,
-	estimate func(context.Context, Account) (int64, bool), parallel int) []int {
+	estimate func(context.Context, []Account) []int64) []int {
 	s.estimates = make([]int64, len(accounts))
 	for i := range s.estimates {
 		s.estimates[i] = -1
@@ -185,20 +188,15 @@ func (s *Summary) order(ctx context.Context, accounts []Account, check func(Acco
 		return append(idx, unfit...)
 	}
 	start := time.Now()
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	for _, i := range idx {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if n, ok := estimate(ctx, accounts[i]); ok {
-				s.estimates[i] = n
-			}
-		}()
+	fit := make([]Account, len(idx))
+	for k, i := range idx {
+		fit[k] = accounts[i]
 	}
-	wg.Wait()
+	if sizes := estimate(ctx, fit); len(sizes) == len(idx) {
+		for k, i := range idx {
+			s.estimates[i] = max(sizes[k], -1)
+		}
+	}
 	s.EstimateSeconds = time.Since(start).Seconds()
 	unknown := 0
 	for _, i := range idx {

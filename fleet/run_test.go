@@ -27,10 +27,10 @@ func TestRunOrdersBoundsAndIsolates(t *testing.T) {
 	var running, peak atomic.Int32
 	s := Run(t.Context(), accounts, Options{
 		Parallel: 1,
-		Estimate: func(_ context.Context, a Account) (int64, bool) {
+		Estimate: perAccount(func(a Account) (int64, bool) {
 			n, ok := sizes[a.Name]
 			return n, ok
-		},
+		}),
 		Restore: func(_ context.Context, a Account) Result {
 			if n := running.Add(1); n > peak.Load() {
 				peak.Store(n)
@@ -76,7 +76,7 @@ func TestRunOrdersBoundsAndIsolates(t *testing.T) {
 // --order given and largest; Parallel accounts at once, no more.
 func TestRunOrderGivenLargestParallel(t *testing.T) {
 	accounts := []Account{{Name: "a"}, {Name: "b"}, {Name: "c"}}
-	est := func(_ context.Context, a Account) (int64, bool) { return int64(a.Name[0]), true }
+	est := perAccount(func(a Account) (int64, bool) { return int64(a.Name[0]), true })
 	for _, c := range []struct {
 		order Order
 		want  string
@@ -142,10 +142,10 @@ func TestRunUnfitAccountRunsLastAndIsNotDone(t *testing.T) {
 				}
 				return nil
 			},
-			Estimate: func(_ context.Context, a Account) (int64, bool) {
+			Estimate: perAccount(func(a Account) (int64, bool) {
 				sized = append(sized, a.Name)
 				return sizes[a.Name], true
-			},
+			}),
 			Restore: func(_ context.Context, a Account) Result {
 				started = append(started, a.Name)
 				if a.Name == "nouser" {
@@ -184,7 +184,7 @@ func TestRunUnfitAccountRunsLastAndIsNotDone(t *testing.T) {
 func TestResultEstimateAbsentWhenUnknown(t *testing.T) {
 	accounts := []Account{{Name: "known"}, {Name: "unknown"}, {Name: "empty"}}
 	s := Run(t.Context(), accounts, Options{
-		Estimate: func(_ context.Context, a Account) (int64, bool) {
+		Estimate: perAccount(func(a Account) (int64, bool) {
 			switch a.Name {
 			case "known":
 				return 42, true
@@ -192,7 +192,7 @@ func TestResultEstimateAbsentWhenUnknown(t *testing.T) {
 				return 0, true
 			}
 			return 0, false
-		},
+		}),
 		Restore: func(context.Context, Account) Result { return Result{} }})
 	b, err := json.Marshal(s.JSON())
 	if err != nil {
@@ -218,7 +218,7 @@ func TestResultEstimateAbsentWhenUnknown(t *testing.T) {
 // with one account at a time as with several, whichever ends first.
 func TestWriteTableOrderIndependentOfParallel(t *testing.T) {
 	accounts := []Account{{Name: "c"}, {Name: "a"}, {Name: "b"}}
-	est := func(_ context.Context, a Account) (int64, bool) { return int64(a.Name[0]), true }
+	est := perAccount(func(a Account) (int64, bool) { return int64(a.Name[0]), true })
 	table := func(parallel int) string {
 		// With several at once, "a" (the first to start) ends after
 		// "c" (the last): it waits for c's result.
@@ -253,5 +253,20 @@ func TestWriteTableOrderIndependentOfParallel(t *testing.T) {
 	one, three := table(1), table(3)
 	if one != "a,b,c" || three != one {
 		t.Errorf("table order %s with --parallel 1, %s with 3; want a,b,c (smallest first) both", one, three)
+	}
+}
+
+// perAccount is an Options.Estimate from one account's estimate.
+func perAccount(f func(Account) (int64, bool)) func(context.Context, []Account) []int64 {
+	return func(_ context.Context, accounts []Account) []int64 {
+		out := make([]int64, len(accounts))
+		for i, a := range accounts {
+			if n, ok := f(a); ok {
+				out[i] = n
+			} else {
+				out[i] = -1
+			}
+		}
+		return out
 	}
 }

@@ -246,3 +246,49 @@ func dirExists(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
 }
+
+// restore --accounts over a real sshd starts one agent to size every
+// account (one request, no file list) and then one per stream, which each
+// next account to the same host takes over (a new handshake on the same
+// session) instead of starting its own: 4 accounts, one at a time, one
+// stream each, start 2 agents in all, not 8; each account is restored as
+// rsync would.
+func TestE2EAccountsShareAgents(t *testing.T) {
+	e2e(t)
+	t.Parallel()
+	srv := testsshd.Start(t)
+	var names []string
+	for range 4 {
+		n, _, _ := throwawayAccount(t)
+		names = append(names, n)
+	}
+	root := writeAccountTrees(t, names...)
+	dir := t.TempDir()
+	starts := filepath.Join(dir, "starts")
+	agent := filepath.Join(dir, "agent")
+	if err := os.WriteFile(agent, []byte("#!/bin/sh\necho start >> "+starts+"\nexec "+binPath+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	homes := filepath.Join(t.TempDir(), "home")
+	args := append([]string{"restore", "--config", "none", "--accounts", strings.Join(names, ","), "--parallel", "1", "--jobs", "1", "--json"},
+		sshdArgs(srv)...)
+	args = append(args, "--remote-path", agent, sshdURL(srv, root+"/{account}"), homes+"/{account}")
+	r := runBin(t, args...)
+	var j accountsJSON
+	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil || r.code != 0 {
+		t.Fatalf("exit %d, --json: %v\n%s", r.code, err, r)
+	}
+	b, err := os.ReadFile(starts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "start"); n != 2 {
+		t.Errorf("%d agents started for 4 accounts, want 2 (one to size them all, one stream reused by each):\n%s", n, r)
+	}
+	for i, a := range j.Accounts {
+		if a.Estimate <= 0 || a.Estimate != a.Bytes || a.ExitCode != 0 {
+			t.Errorf("%s: estimate %d, %d bytes restored, exit %d; want the exact size, restored", a.Account, a.Estimate, a.Bytes, a.ExitCode)
+		}
+		rsyncItemize(t, []string{"-rlptDHni", "--checksum", "--delete"}, filepath.Join(root, names[i]), filepath.Join(homes, names[i]))
+	}
+}

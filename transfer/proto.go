@@ -43,8 +43,11 @@ import (
 // marked leaders). It also added --compress auto (Hello.Compression
 // "auto": each side chooses each frame's codec, which the frame header
 // names as before), Hello.SkipCompress, and the stats request (msgStats):
-// what the server's frames carried, by codec.
-const ProtocolVersion = 7
+// what the server's frames carried, by codec. Version 8 added RoleSizes
+// (Hello.SizePaths, helloReply.Sizes): the agent sizes many trees in one
+// request without sending their lists, and msgNext: a client ends a
+// session and keeps the agent for another handshake on the same stream.
+const ProtocolVersion = 8
 
 // magic opens the handshake in both directions, so that a peer that is not a
 // restoresync agent (a login banner, "command not found") is recognised.
@@ -116,6 +119,9 @@ type Hello struct {
 	// server acknowledges it in its reply; an agent that does not is
 	// refused by Handshake.
 	Verify bool `json:"verify,omitempty"`
+
+	// SizePaths (protocol 8) are the paths a RoleSizes request sizes.
+	SizePaths []string `json:"size_paths,omitempty"`
 }
 
 // maxReadBuffer caps a client's --read-buffer request on the server.
@@ -135,6 +141,8 @@ type helloReply struct {
 	Matches []string `json:"matches,omitempty"`
 	// Sums are a RoleSums reply's content hashes.
 	Sums []FileSum `json:"sums,omitempty"`
+	// Sizes are a RoleSizes reply's, one per Hello.SizePaths.
+	Sizes []PathSize `json:"sizes,omitempty"`
 }
 
 const maxHelloBytes = 16 << 20 // a --files-from list travels in it
@@ -232,6 +240,7 @@ const (
 	msgDelete   byte = 8  // push: delete what the planned list lacks; reply: deleted paths, errors
 	msgItemize  byte = 9  // push: bool delete, entries; reply: itemized change lines, per-entry errors
 	msgStats    byte = 10 // what the server's frames carried so far; reply: FrameStats (framestats.go)
+	msgNext     byte = 11 // end of session, then framesEnd; the server ends its frames with framesEnd and awaits another handshake
 
 	statusOK    byte = 0
 	statusFatal byte = 1
