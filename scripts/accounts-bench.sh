@@ -90,4 +90,4 @@ for r in $(seq "$runs"); do
 	measure one-tree "$bin" restore "${ssh[@]}" "ssh://root@127.0.0.1:$port$work/one" "$work/dst3"
 	measure given "$bin" restore "${ssh[@]}" --order given --accounts-from "$work/accounts.txt" "$url/{account}" "$work/dst4/{account}"
 done
-tail -3 "$work/accounts.out" "$work/given.out"
+tail -n 3 "$work/accounts.out" "$work/given.out"

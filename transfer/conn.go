@@ -89,6 +89,16 @@ func Handshake(ctx context.Context, s transport.Stream, h Hello) (*Conn, error) 
 	if h.Verify && !rep.Verify {
 		return nil, fmt.Errorf("%w: the remote agent (restoresync %s) does not support --verify: install the same version on both hosts", ErrProtocol, rep.Version)
 	}
+	if h.Role == RoleSizes {
+		// The reply is the whole answer, and the stream may carry
+		// another handshake: no frames are read ahead of it.
+		if !stop() {
+			return nil, ctx.Err()
+		}
+		c.s, c.raw, c.cw = s, s, cw
+		c.Peer, c.sizes = rep.Version, rep.Sizes
+		return c, nil
+	}
 	fw, err := newFrameWriter(cw, comp)
 	if err != nil {
 		return nil, err

@@ -2,10 +2,11 @@ package transfer
 
 import "testing"
 
-// A session ended with msgNext leaves the agent waiting on the same
-// stream: a second handshake there, for another tree, is served as a
-// first one is, nothing of the first session is taken for the second,
-// and the agent ends cleanly when the client then closes the stream.
+// A sizes request, and a session ended with msgNext, leave the agent
+// waiting on the same stream: a next handshake there, for another tree,
+// is served as a first one is, nothing of one session is taken for the
+// next, and the agent ends cleanly when the client then closes the
+// stream.
 func TestServeSessionsOnOneStream(t *testing.T) {
 	root := t.TempDir()
 	writeTree(t, root, map[string]testFile{
@@ -16,6 +17,10 @@ func TestServeSessionsOnOneStream(t *testing.T) {
 	ctx := testContext(t)
 	s := PipeStream(ctx, ServerConfig{Root: root, Version: "srv"})
 	defer s.Close()
+	sc, err := Handshake(ctx, s, Hello{Role: RoleSizes, SizePaths: []string{"/bob"}, Compression: "none"})
+	if err != nil || len(sc.sizes) != 1 || sc.sizes[0].Bytes != 8 {
+		t.Fatalf("sizes: %+v, %v; want /bob's 8 bytes", sc, err)
+	}
 	for _, c := range []struct {
 		path  string
 		files int

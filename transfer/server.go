@@ -127,7 +127,9 @@ func serveSession(ctx context.Context, br *bufio.Reader, out io.Writer, cfg Serv
 			return false, refuse(err)
 		}
 		rep.Sizes = sizes
-		return false, writeHandshake(out, rep)
+		// The reply ends the request: the stream may carry another
+		// handshake (a client that parks it), or end.
+		return true, writeHandshake(out, rep)
 	case RoleSums:
 		sums, err := s.sums(ctx)
 		if err != nil {

@@ -16,8 +16,9 @@ import (
 // RoleSizes asks the server to size each of Hello.SizePaths: the bytes
 // and the count of its regular files (a file with several links counted
 // once), walked where they are, without sending any list
-// (helloReply.Sizes, one per path, in order); the stream ends after the
-// reply. Protocol version 8 and later.
+// (helloReply.Sizes, one per path, in order); after the reply the server
+// awaits another handshake on the stream, or its end. Protocol version 8
+// and later.
 const RoleSizes = "sizes"
 
 // maxSizePaths bounds the paths of one sizes request.
@@ -46,7 +47,13 @@ func Sizes(ctx context.Context, d transport.Dialer, paths []string, version stri
 	if err != nil {
 		return nil, err
 	}
-	c.s.Close() // the server has ended its side after the reply
+	// The agent awaits another handshake after the reply: a stream on a
+	// shared connection serves the next Open to the host (the first
+	// restore of restore --accounts), any other ends.
+	c.idle.Stop()
+	if !transport.Park(c.raw) {
+		c.s.Close()
+	}
 	if len(c.sizes) != len(paths) {
 		return nil, fmt.Errorf("%w: %d sizes for %d paths", ErrProtocol, len(c.sizes), len(paths))
 	}
