@@ -16,8 +16,11 @@
 // the accounts not started are then reported as not run, exit code 20);
 // at most Options.Parallel accounts run at a time; accounts start in the
 // order asked (OrderSmallest: the smallest estimate first, so that most
-// accounts are done soonest), accounts without an estimate last, in the
-// order given. Memory is one Result per account.
+// accounts are done soonest), accounts without an estimate after them, in
+// the order given, and accounts that cannot run on this host
+// (Options.Check) last; the table lists them in that order, whatever
+// Parallel; the first and last done are accounts that completed. Memory
+// is one Result per account.
 //
 // What an interruption leaves behind is each account's own restore's
 // (see package restore): a rerun of the same command completes every

@@ -69,12 +69,22 @@ type Options struct {
 	Parallel int
 	// Order is the start order; the zero value is OrderSmallest.
 	Order Order
-	// Estimate returns an account's size in bytes, and false when it has
-	// no estimate; it is called for every account before any restore
-	// starts, Parallel at a time, and only for OrderSmallest and
-	// OrderLargest. nil: no estimates (the order stays as given, and the
-	// Summary says so).
-	Estimate func(ctx context.Context, a Account) (sizeBytes int64, ok bool)
+	// Estimate returns the size in bytes of each of accounts (those
+	// that pass Check), one per account in order, negative for an
+	// account without an estimate (a result of another length counts
+	// as none). It is called once, before any restore starts, and only
+	// for OrderSmallest and OrderLargest: it should size them all at
+	// once (one request per backup host), since no account starts
+	// before it returns. nil: no estimates (the order stays as given,
+	// and the Summary says so).
+	Estimate func(ctx context.Context, accounts []Account) (sizesBytes []int64)
+	// Check, when not nil, says whether an account can run on this host
+	// (its user exists here): an account it fails (non-nil error) is
+	// not sized and runs after every other, in every order, as it would
+	// fail at once: no customer's restore waits behind it, and it is not
+	// the first done. It is called once per account before any restore
+	// starts, from Run's goroutine.
+	Check func(a Account) error
 	// Restore restores one account and returns its result (Account,
 	// Started and Done are filled in by Run). It is called from Parallel
 	// goroutines at once: it must be safe for concurrent use.
@@ -94,7 +104,8 @@ func Run(ctx context.Context, accounts []Account, o Options) *Summary {
 		s.Order = OrderSmallest
 	}
 	parallel := max(o.Parallel, 1)
-	order := s.order(ctx, accounts, o.Estimate, parallel)
+	order := s.order(ctx, accounts, o.Check, o.Estimate)
+	s.runOrder = order
 	s.Results = make([]Result, len(accounts))
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -107,7 +118,9 @@ func Run(ctx context.Context, accounts []Account, o Options) *Summary {
 				start := time.Now()
 				r := o.Restore(ctx, a)
 				r.Account, r.Started, r.Done = a.Name, start, time.Now()
-				r.EstimateBytes = s.estimates[i]
+				if n := s.estimates[i]; n >= 0 {
+					r.EstimateBytes = &n
+				}
 				s.Results[i] = r
 				if o.Done != nil {
 					o.Done(r)
@@ -144,43 +157,51 @@ feed:
 const ExitNotRun = 20
 
 // order returns the indices of accounts in the order they start, and
-// records the estimates and the note on how the order was made.
-func (s *Summary) order(ctx context.Context, accounts []Account, estimate func(context.Context, Account) (int64, bool), parallel int) []int {
-	idx := make([]int, len(accounts))
-	for i := range idx {
-		idx[i] = i
-	}
+// records the estimates and the note on how the order was made: the
+// accounts that pass check in the order asked (those without an estimate
+// after those with one, in the order given), then those that fail it, in
+// the order given.
+func (s *Summary) order(ctx context.Context, accounts []Account, check func(Account) error,
+	estimate func(context.Context, []Account) []int64) []int {
 	s.estimates = make([]int64, len(accounts))
 	for i := range s.estimates {
 		s.estimates[i] = -1
 	}
+	var idx, unfit []int
+	for i, a := range accounts {
+		if check != nil && check(a) != nil {
+			unfit = append(unfit, i)
+		} else {
+			idx = append(idx, i)
+		}
+	}
+	var notes []string
+	if len(unfit) > 0 {
+		notes = append(notes, fmt.Sprintf("%d of %d accounts cannot run on this host: they run last", len(unfit), len(accounts)))
+	}
+	defer func() { s.OrderNote = strings.Join(notes, "; ") }()
 	if s.Order == OrderGiven {
-		return idx
+		return append(idx, unfit...)
 	}
 	if estimate == nil {
-		s.OrderNote = "no size estimate: accounts run in the order given"
-		return idx
+		notes = append(notes, "no size estimate: accounts run in the order given")
+		return append(idx, unfit...)
 	}
 	start := time.Now()
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	for i, a := range accounts {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if n, ok := estimate(ctx, a); ok {
-				s.estimates[i] = n
-			}
-		}()
+	fit := make([]Account, len(idx))
+	for k, i := range idx {
+		fit[k] = accounts[i]
 	}
-	wg.Wait()
+	if sizes := estimate(ctx, fit); len(sizes) == len(idx) {
+		for k, i := range idx {
+			s.estimates[i] = max(sizes[k], -1)
+		}
+	}
 	s.EstimateSeconds = time.Since(start).Seconds()
-	known := 0
-	for _, n := range s.estimates {
-		if n >= 0 {
-			known++
+	unknown := 0
+	for _, i := range idx {
+		if s.estimates[i] < 0 {
+			unknown++
 		}
 	}
 	slices.SortStableFunc(idx, func(a, b int) int {
@@ -197,8 +218,8 @@ func (s *Summary) order(ctx context.Context, accounts []Account, estimate func(c
 		}
 		return cmp.Compare(ea, eb)
 	})
-	if known < len(accounts) {
-		s.OrderNote = fmt.Sprintf("%d of %d accounts have no size estimate: they run last, in the order given", len(accounts)-known, len(accounts))
+	if unknown > 0 {
+		notes = append(notes, fmt.Sprintf("%d of %d accounts have no size estimate: they run last, in the order given", unknown, len(accounts)))
 	}
-	return idx
+	return append(idx, unfit...)
 }

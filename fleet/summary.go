@@ -26,8 +26,9 @@ type Result struct {
 	// Hooks says how the account's hooks ended: "pre ok, post ok",
 	// "post exit 3", "" when none ran.
 	Hooks string `json:"hooks,omitempty"`
-	// EstimateBytes is the size estimate the order used; -1 for none.
-	EstimateBytes int64 `json:"estimate_bytes"`
+	// EstimateBytes is the size estimate in bytes the order used; nil
+	// (absent from JSON) when the account had none.
+	EstimateBytes *int64 `json:"estimate_bytes,omitempty"`
 	// Report is the account's own report (restore --json's object), nil
 	// when the restore did not start.
 	Report any `json:"report,omitempty"`
@@ -50,7 +51,8 @@ type Summary struct {
 	// Started and Ended bound the run.
 	Started, Ended time.Time
 
-	estimates []int64
+	estimates []int64 // per account, in the order given; -1: none
+	runOrder  []int   // the indices of Results in the order they start
 }
 
 // ExitCode is the run's exit code: the worst account's, the highest of
@@ -63,8 +65,9 @@ func (s *Summary) ExitCode() int {
 	return code
 }
 
-// FirstDone and LastDone return the result of the account that ended
-// first and last, and false when no account ran.
+// FirstDone and LastDone return the result of the account that completed
+// (exit code 0) first and last, and false when none did: an account that
+// failed, however soon, brought no customer back.
 func (s *Summary) FirstDone() (Result, bool) {
 	return s.pick(func(a, b time.Time) bool { return a.Before(b) })
 }
@@ -78,7 +81,7 @@ func (s *Summary) pick(better func(a, b time.Time) bool) (Result, bool) {
 	var best Result
 	found := false
 	for _, r := range s.Results {
-		if r.Done.IsZero() {
+		if r.Done.IsZero() || r.ExitCode != 0 {
 			continue
 		}
 		if !found || better(r.Done, best.Done) {
@@ -89,13 +92,14 @@ func (s *Summary) pick(better func(a, b time.Time) bool) (Result, bool) {
 }
 
 // WriteTable writes the summary table: one line per account (account,
-// files, bytes, seconds, exit code, hooks), in the order they ended, then
+// files, bytes, seconds, exit code, hooks), in the order the accounts were
+// to start (the order asked, the same whatever Options.Parallel), then
 // when the first and the last account were done, counted from the start
 // of the run.
 func (s *Summary) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "account\tfiles\tbytes\tseconds\texit\thooks\t")
-	for _, r := range s.byDone() {
+	for _, r := range s.inRunOrder() {
 		hooks := r.Hooks
 		if hooks == "" {
 			hooks = "-"
@@ -124,24 +128,17 @@ func (s *Summary) WriteTable(w io.Writer) error {
 	return err
 }
 
-// byDone returns the results in the order the accounts ended, those not
-// run last.
-func (s *Summary) byDone() []Result {
-	out := make([]Result, 0, len(s.Results))
-	var notRun []Result
-	for _, r := range s.Results {
-		if r.Done.IsZero() {
-			notRun = append(notRun, r)
-		} else {
-			out = append(out, r)
-		}
+// inRunOrder returns the results in the order the accounts were to
+// start.
+func (s *Summary) inRunOrder() []Result {
+	if len(s.runOrder) != len(s.Results) {
+		return s.Results
 	}
-	for i := 1; i < len(out); i++ { // insertion sort: stable, and few accounts end together
-		for j := i; j > 0 && out[j].Done.Before(out[j-1].Done); j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
+	out := make([]Result, len(s.Results))
+	for k, i := range s.runOrder {
+		out[k] = s.Results[i]
 	}
-	return append(out, notRun...)
+	return out
 }
 
 // JSON is the --json object of a multi-account run.
@@ -154,7 +151,8 @@ type JSON struct {
 	OrderNote       string  `json:"order_note,omitempty"`
 	EstimateSeconds float64 `json:"estimate_seconds"`
 	// FirstDoneSeconds and LastDoneSeconds are when the first and the
-	// last account ended, from the start of the run (0 when none ran);
+	// last account that completed ended, from the start of the run (0
+	// when none completed);
 	// Seconds is the run's wall time.
 	FirstDoneSeconds float64 `json:"first_done_seconds"`
 	LastDoneSeconds  float64 `json:"last_done_seconds"`

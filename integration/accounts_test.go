@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,12 +37,15 @@ type accountsJSON struct {
 	SSHConns  int     `json:"ssh_connections"`
 }
 
-// restore --accounts over a real sshd, three real accounts and one that
-// the backup lacks: each account present is restored as --account NAME
-// (its owner, its own post-hook with its own RESTORE_* environment and
-// report), the missing one fails alone with its own exit code, which is
-// the run's; the smallest account starts first; the summary table and
-// --json have a line and a report per account.
+// restore --accounts over a real sshd, three real accounts, one that
+// the backup lacks and one that this host lacks (its backup the
+// smallest): each account present is restored as --account NAME (its
+// owner, its own post-hook with its own RESTORE_* environment and
+// report), the missing ones fail alone with their own exit codes, the
+// worst of which is the run's; the smallest account starts first, the
+// ones that cannot complete last; the first and last done are accounts
+// that completed; the summary table and --json have a line and a report
+// per account.
 func TestE2EAccountsManyInOneRun(t *testing.T) {
 	e2e(t)
 	t.Parallel()
@@ -58,6 +62,13 @@ func TestE2EAccountsManyInOneRun(t *testing.T) {
 	missing, _, _ := throwawayAccount(t) // a user here, no tree on the backup
 	// Sizes grow with the position: accts[0] is the smallest.
 	root := writeAccountTrees(t, accts[0].name, accts[1].name, accts[2].name)
+	nouser := fmt.Sprintf("rsnouser%06d", rand.IntN(1000000)) // no such user here
+	if err := os.MkdirAll(filepath.Join(root, nouser), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, nouser, "tiny"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	homes := filepath.Join(t.TempDir(), "home")
 	cfg := filepath.Join(dir, "config.toml")
@@ -65,8 +76,8 @@ func TestE2EAccountsManyInOneRun(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("post_hook = %q\n", hook)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// Given largest first, the missing one in the middle.
-	list := strings.Join([]string{accts[2].name, missing, accts[1].name, accts[0].name}, ",")
+	// Given largest first, the missing ones first and in the middle.
+	list := strings.Join([]string{nouser, accts[2].name, missing, accts[1].name, accts[0].name}, ",")
 	args := append([]string{"restore", "--config", cfg, "--accounts", list, "--parallel", "1"}, sshdArgs(srv)...)
 	args = append(args, sshdURL(srv, root+"/{account}"), homes+"/{account}")
 
@@ -75,13 +86,20 @@ func TestE2EAccountsManyInOneRun(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil {
 		t.Fatalf("--json: %v\n%s", err, r)
 	}
-	if len(j.Accounts) != 4 || j.Order != "smallest" {
-		t.Fatalf("--json: %d accounts, order %q; want 4, smallest:\n%s", len(j.Accounts), j.Order, r.stdout)
+	if len(j.Accounts) != 5 || j.Order != "smallest" {
+		t.Fatalf("--json: %d accounts, order %q; want 5, smallest:\n%s", len(j.Accounts), j.Order, r.stdout)
 	}
 	missingCode := 0
 	for _, a := range j.Accounts {
+		if a.Account == nouser {
+			if a.ExitCode == 0 || a.Error == "" || a.Estimate != 0 {
+				t.Errorf("account missing here: exit %d, error %q, estimate %d; want a failure, unsized", a.ExitCode, a.Error, a.Estimate)
+			}
+			missingCode = max(missingCode, a.ExitCode)
+			continue
+		}
 		if a.Account == missing {
-			missingCode = a.ExitCode
+			missingCode = max(missingCode, a.ExitCode)
 			if a.ExitCode == 0 || a.Error == "" {
 				t.Errorf("missing account: exit %d, error %q; want a failure", a.ExitCode, a.Error)
 			}
@@ -98,14 +116,15 @@ func TestE2EAccountsManyInOneRun(t *testing.T) {
 		t.Errorf("exit %d, --json exit_code %d; want the failed account's %d:\n%s", r.code, j.ExitCode, missingCode, r)
 	}
 	// Smallest first (one at a time): accts[0], [1], [2]; the missing
-	// account (no estimate) last.
+	// account (no estimate), then the one missing here, last.
 	started := map[string]time.Time{}
 	for _, a := range j.Accounts {
 		started[a.Account] = a.Started
 	}
-	for i, n := range []string{accts[0].name, accts[1].name, accts[2].name, missing} {
+	runOrder := []string{accts[0].name, accts[1].name, accts[2].name, missing, nouser}
+	for i, n := range runOrder {
 		if i > 0 {
-			prev := []string{accts[0].name, accts[1].name, accts[2].name}[i-1]
+			prev := runOrder[i-1]
 			if !started[prev].Before(started[n]) {
 				t.Errorf("%s started at %v, not after %s (%v): want the smallest first", n, started[n], prev, started[prev])
 			}
@@ -148,12 +167,13 @@ func TestE2EAccountsManyInOneRun(t *testing.T) {
 	if r.code != missingCode {
 		t.Errorf("rerun: exit %d, want %d:\n%s", r.code, missingCode, r)
 	}
-	for _, a := range append(accts, acct{name: missing}) {
+	for _, a := range append(accts, acct{name: missing}, acct{name: nouser}) {
 		if !strings.Contains(r.stdout, "\n"+a.name+" ") && !strings.HasPrefix(r.stdout, a.name+" ") && !strings.Contains(r.stdout, " "+a.name+" ") {
 			t.Errorf("the summary table has no line for %s:\n%s", a.name, r.stdout)
 		}
 	}
-	for _, want := range []string{"account", "files", "bytes", "seconds", "exit", "hooks", "4 accounts, 1 failed, order smallest", "first done after", "last after"} {
+	for _, want := range []string{"account", "files", "bytes", "seconds", "exit", "hooks", "5 accounts, 2 failed, order smallest",
+		"first done after", "(" + accts[0].name + "), last after", "(" + accts[2].name + ")"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("the summary lacks %q:\n%s", want, r.stdout)
 		}
@@ -225,4 +245,49 @@ func TestE2EAccountsInterruptedThenRerun(t *testing.T) {
 func dirExists(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
+}
+
+// restore --accounts over a real sshd starts one agent, which sizes every
+// account (one request, no file list) and then serves each account's
+// stream in turn (a new handshake on the same session) instead of each
+// starting its own: 4 accounts, one at a time, one stream each, start 1
+// agent in all, not 8; each account is restored as rsync would.
+func TestE2EAccountsShareAgents(t *testing.T) {
+	e2e(t)
+	t.Parallel()
+	srv := testsshd.Start(t)
+	var names []string
+	for range 4 {
+		n, _, _ := throwawayAccount(t)
+		names = append(names, n)
+	}
+	root := writeAccountTrees(t, names...)
+	dir := t.TempDir()
+	starts := filepath.Join(dir, "starts")
+	agent := filepath.Join(dir, "agent")
+	if err := os.WriteFile(agent, []byte("#!/bin/sh\necho start >> "+starts+"\nexec "+binPath+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	homes := filepath.Join(t.TempDir(), "home")
+	args := append([]string{"restore", "--config", "none", "--accounts", strings.Join(names, ","), "--parallel", "1", "--jobs", "1", "--json"},
+		sshdArgs(srv)...)
+	args = append(args, "--remote-path", agent, sshdURL(srv, root+"/{account}"), homes+"/{account}")
+	r := runBin(t, args...)
+	var j accountsJSON
+	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil || r.code != 0 {
+		t.Fatalf("exit %d, --json: %v\n%s", r.code, err, r)
+	}
+	b, err := os.ReadFile(starts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "start"); n != 1 {
+		t.Errorf("%d agents started for 4 accounts, want 1 (sizing them all, then each one's stream):\n%s", n, r)
+	}
+	for i, a := range j.Accounts {
+		if a.Estimate <= 0 || a.Estimate != a.Bytes || a.ExitCode != 0 {
+			t.Errorf("%s: estimate %d, %d bytes restored, exit %d; want the exact size, restored", a.Account, a.Estimate, a.Bytes, a.ExitCode)
+		}
+		rsyncItemize(t, []string{"-rlptDHni", "--checksum", "--delete"}, filepath.Join(root, names[i]), filepath.Join(homes, names[i]))
+	}
 }

@@ -150,5 +150,6 @@
 // Summary, Change (a dry run's changes as objects); list.go — List,
 // ListOptions, Listing, ListEntry ('restoresync ls'), the local lister;
 // list_remote.go — the remote lister: the agent (sender, RoleGlob,
-// RoleSums) or GNU find.
+// RoleSums) or GNU find; sizes.go — Sizes, many trees sized in one
+// request to the agent (restore --accounts' order).
 package restore

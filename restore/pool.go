@@ -177,7 +177,9 @@ func (p *pool) abort() {
 	}
 }
 
-// close stops the background dials and closes every stream, in parallel.
+// close stops the background dials and closes every stream, in parallel
+// (a stream on a shared SSH connection is released instead: its agent
+// serves the next restore to the same host).
 // With abort (the run already failed) the streams are torn down without a
 // goodbye, which a stalled agent would never answer, and errors are not
 // reported. Otherwise each goodbye is bounded by the idle timeout, and
@@ -195,7 +197,16 @@ func (p *pool) close(abort bool) error {
 		if abort {
 			c.Abort()
 		}
-		g.Go(func() error { errs[i] = c.Close(); return nil })
+		g.Go(func() error {
+			if !abort && c.Reusable() {
+				// A shared connection's agent stays for the next
+				// restore to the same host (restore --accounts).
+				errs[i] = c.Release()
+			} else {
+				errs[i] = c.Close()
+			}
+			return nil
+		})
 	}
 	g.Wait()
 	if abort {

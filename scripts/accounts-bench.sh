@@ -3,13 +3,17 @@
 # sshd: N accounts of 'bench gen --profile hosting --scale S' restored
 # (1) with one 'restore --accounts' run, (2) with a shell loop of N
 # 'restore --account NAME' runs, (3) as one tree holding the same files.
-# Prints each wall time and the SSH connections sshd accepted for it
-# (counted in its log). Needs root (useradd, sshd); removes its users.
-# Usage: scripts/accounts-bench.sh [bin/restoresync]  (ACCOUNTS=N SCALE=S)
+# Prints, for each run (RUNS times, default 1): its wall time, the SSH
+# connections sshd accepted for it (counted in its log), the agents
+# started on the backup side, the peak RSS of the client and of the
+# largest agent, and, for --accounts, when the first and the last account
+# were done. Needs root (useradd, sshd); removes its users.
+# Usage: scripts/accounts-bench.sh [bin/restoresync]  (ACCOUNTS=N SCALE=S RUNS=R LOOP=0 skips the shell loop)
 set -euo pipefail
 bin=$(realpath "${1:-bin/restoresync}")
 n=${ACCOUNTS:-20}
 scale=${SCALE:-0.02}
+runs=${RUNS:-1}
 work=$(mktemp -d "${TMPDIR:-/tmp}/restoresync-accounts.XXXXXX")
 sshd_pid=
 users=()
@@ -52,25 +56,38 @@ CFG
 sshd_pid=$!
 for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
 echo "[127.0.0.1]:$port $(cat "$work/host_key.pub")" >"$work/known_hosts"
-ssh=(-F none -i "$work/id" --known-hosts "$work/known_hosts" --remote-path "$bin" --config none --progress none)
+# The agent, through a wrapper that books each start and its peak RSS.
+printf '#!/bin/sh\nexec /usr/bin/time -a -o %s -f %%M %s "$@"\n' "$work/agents" "$bin" >"$work/agent"
+chmod 755 "$work/agent"
+ssh=(-F none -i "$work/id" --known-hosts "$work/known_hosts" --remote-path "$work/agent" --config none --progress none)
 url="ssh://root@127.0.0.1:$port$work/snap/home"
 
 conns() { grep -c 'Accepted publickey' "$work/sshd.log" || true; }
 measure() { # name, command...
-	local name=$1 before after start end
+	local name=$1 before after start end done
 	shift
 	before=$(conns)
+	: >"$work/agents"
 	start=$(date +%s.%N)
-	"$@" >"$work/$name.out" 2>"$work/$name.err" || echo "$name: exit $? (see below)"
+	/usr/bin/time -o "$work/$name.rss" -f %M "$@" >"$work/$name.out" 2>"$work/$name.err" || echo "$name: exit $? (see below)"
 	end=$(date +%s.%N)
 	after=$(conns)
-	printf '%-10s %8.2f s  %4d SSH connections\n' "$name" "$(echo "$end - $start" | bc)" "$((after - before))"
+	done=$(grep -o 'first done after [0-9.]*s ([^)]*), last after [0-9.]*s' "$work/$name.out" | sed 's/ ([^)]*)//' || true)
+	printf '%-10s %8.2f s  %4d SSH connections  %4d agents  RSS client %6d KB, agent %6d KB  %s\n' "$name" \
+		"$(echo "$end - $start" | bc)" "$((after - before))" "$(wc -l <"$work/agents")" \
+		"$(cat "$work/$name.rss")" "$(sort -n "$work/agents" | tail -1)" "$done"
 }
 
 echo "$n accounts, bench gen --profile hosting --scale $scale, $(du -sh "$work/snap" | cut -f1) in all"
-measure accounts "$bin" restore "${ssh[@]}" --accounts-from "$work/accounts.txt" "$url/{account}" "$work/dst1/{account}"
-loop() { for u in "${users[@]}"; do "$bin" restore "${ssh[@]}" --account "$u" "$url/$u" "$work/dst2/$u" || return; done; }
-measure loop loop
-measure one-tree "$bin" restore "${ssh[@]}" "ssh://root@127.0.0.1:$port$work/one" "$work/dst3"
-measure given "$bin" restore "${ssh[@]}" --order given --accounts-from "$work/accounts.txt" "$url/{account}" "$work/dst4/{account}"
-cat "$work/accounts.out" "$work/given.out"
+{ # the shell loop, as a script: time(1) runs it
+	printf 'set -e\n'
+	for u in "${users[@]}"; do printf '%q ' "$bin" restore "${ssh[@]}" --account "$u" "$url/$u" "$work/dst2/$u"; printf '\n'; done
+} >"$work/loop.sh"
+for r in $(seq "$runs"); do
+	rm -rf "$work"/dst*
+	measure accounts "$bin" restore "${ssh[@]}" --accounts-from "$work/accounts.txt" "$url/{account}" "$work/dst1/{account}"
+	[ "${LOOP:-1}" = 0 ] || measure loop bash "$work/loop.sh"
+	measure one-tree "$bin" restore "${ssh[@]}" "ssh://root@127.0.0.1:$port$work/one" "$work/dst3"
+	measure given "$bin" restore "${ssh[@]}" --order given --accounts-from "$work/accounts.txt" "$url/{account}" "$work/dst4/{account}"
+done
+tail -n 3 "$work/accounts.out" "$work/given.out"

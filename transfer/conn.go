@@ -24,6 +24,8 @@ import (
 // package doc).
 type Conn struct {
 	s          transport.Stream
+	raw        transport.Stream // s without the closing of the frame reader
+	cw         io.Writer        // raw, counted in sent
 	enc        encoder
 	dec        decoder
 	sent, recv atomic.Int64
@@ -43,6 +45,7 @@ type Conn struct {
 	// (Sums).
 	matches []string
 	sums    []FileSum
+	sizes   []PathSize // a RoleSizes reply's (Sizes)
 }
 
 // Handshake sends h on s and reads the server's reply. h.Proto and the
@@ -89,6 +92,16 @@ func Handshake(ctx context.Context, s transport.Stream, h Hello) (*Conn, error) 
 	if h.Verify && !rep.Verify {
 		return nil, fmt.Errorf("%w: the remote agent (restoresync %s) does not support --verify: install the same version on both hosts", ErrProtocol, rep.Version)
 	}
+	if h.Role == RoleSizes {
+		// The reply is the whole answer, and the stream may carry
+		// another handshake: no frames are read ahead of it.
+		if !stop() {
+			return nil, ctx.Err()
+		}
+		c.s, c.raw, c.cw = s, s, cw
+		c.Peer, c.sizes = rep.Version, rep.Sizes
+		return c, nil
+	}
 	// Only a push's client sends file data. Every other client sends
 	// requests and block signatures, which under auto are not worth the
 	// CPU of compressing them nor a zstd encoder's memory (several MiB);
@@ -105,10 +118,12 @@ func Handshake(ctx context.Context, s transport.Stream, h Hello) (*Conn, error) 
 	c.enc = encoder{fw: fw, verify: h.Verify}
 	c.dec = decoder{fr: newFrameReader(br), verify: h.Verify}
 	c.s = closingStream{s, c.dec.fr}
+	c.raw, c.cw = s, cw
 	c.Peer = rep.Version
 	c.recv0 = c.recv.Load()
 	c.matches = rep.Matches
 	c.sums = rep.Sums
+	c.sizes = rep.Sizes
 	if !stop() {
 		// ctx ended as the handshake completed: the stream is being
 		// closed under us, so it is not a usable Conn.
@@ -416,6 +431,52 @@ func (c *Conn) Close() error {
 		return terr
 	}
 	return err
+}
+
+// Reusable reports whether the stream can outlive the session (Release
+// would keep it): it is a session on a shared SSH connection
+// (transport.SSHMux) that is open.
+func (c *Conn) Reusable() bool { return transport.CanPark(c.raw) }
+
+// Release ends the session as Close does, with every request answered
+// and the server's last writes counted, but keeps the agent: it asks the
+// server for the end of the session (msgNext, protocol 8), reads the
+// server's frames to their end, and parks the stream with its mux
+// (transport.Park), where the next Open to the same host with the same
+// settings finds it and handshakes again on it instead of starting
+// another agent. A stream that cannot be parked is closed, and the agent
+// then exits as after a goodbye. The wait is bounded by the idle timeout,
+// as Close's. The Conn must not be used afterwards.
+func (c *Conn) Release() error {
+	defer c.idle.Stop()
+	ended, err := c.endSession()
+	if terr := c.idle.Err(); terr != nil {
+		c.s.Close()
+		return terr
+	}
+	if err == nil && ended && transport.Park(c.raw) {
+		return nil
+	}
+	if cerr := c.s.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// endSession sends msgNext and framesEnd and reads the server's frames to
+// their end; ended says they ended with the server's framesEnd (the agent
+// awaits another handshake on c.raw, and nothing of the stream is read
+// ahead), not with the stream.
+func (c *Conn) endSession() (ended bool, err error) {
+	c.pending.Add(1) // waiting on the peer's end arms the idle timeout
+	c.enc.byte(msgNext)
+	err = c.enc.fw.Close()
+	if err == nil {
+		_, err = c.cw.Write([]byte{framesEnd})
+	}
+	io.Copy(io.Discard, readerFunc(c.dec.fr.Read))
+	<-c.dec.fr.exited // it reads nothing after the end
+	return c.dec.fr.ended.Load(), err
 }
 
 type readerFunc func([]byte) (int, error)

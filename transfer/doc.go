@@ -18,6 +18,10 @@
 //	      (or c.Plan(ctx, entries) ... c.Finish(ctx, entries): a whole list, for --delete, -n, -i)
 //	      c.Delete(ctx); c.Itemize(ctx, entries, del)  // --delete, --itemize-changes
 //	c.Close()                          // goodbye; Abort tears the stream down without one
+//	c.Release()                        // protocol 8, a session on a shared SSH connection:
+//	                                   // end of session (msgNext), the agent kept for the
+//	                                   // next Open to that host (transport.Park)
+//	Sizes(ctx, dialer, paths, ...)     // protocol 8: many trees sized in one request
 //	far side: Serve(ctx, stdin, stdout, cfg)  // the sender role reads a tree (LocalSource),
 //	                                   // the receiver role drives cfg.Sink (restore's writer)
 //
@@ -125,7 +129,8 @@
 // a push receiver's options on the wire; reply.go — the plan and write
 // replies and errKind; glob.go — RoleGlob and Glob, a pattern expanded
 // beneath the served root; sums.go — RoleSums and Sums, files hashed where
-// they are; errors.go — the sentinels. The golden files of
+// they are; sizes.go — RoleSizes, Sizes and SizeOf, trees sized where they
+// are; errors.go — the sentinels. The golden files of
 // every message are in testdata/golden (golden_test.go; -update rewrites
 // them).
 package transfer

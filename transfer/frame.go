@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -284,7 +285,19 @@ type frameReader struct {
 	// waited is the time next has waited for a frame to arrive (ns): the
 	// time this end had nothing to read (Conn's receiver reports).
 	waited atomic.Int64
+	// ended is set when the frames ended with framesEnd (the peer keeps
+	// the stream for another session), not with the stream.
+	ended atomic.Bool
 }
+
+// framesEnd, in a frame's codec place, ends a session's frames on a
+// stream that stays open for another handshake (protocol 8's msgNext):
+// the reader stops reading there, so that nothing of what follows is
+// taken for a frame.
+const framesEnd byte = 0xff
+
+// errFramesEnd is readFrame's error at framesEnd.
+var errFramesEnd = errors.New("end of the session's frames")
 
 type frameResult struct {
 	b   *[]byte
@@ -306,6 +319,10 @@ func (fr *frameReader) run(r *bufio.Reader) {
 	var enc []byte
 	for {
 		b, err := readFrame(r, &enc)
+		if err == errFramesEnd {
+			fr.ended.Store(true)
+			err = io.EOF
+		}
 		select {
 		case fr.ch <- frameResult{b, err}:
 		case <-fr.done:
@@ -333,6 +350,9 @@ func readFrame(r *bufio.Reader, enc *[]byte) (*[]byte, error) {
 	c, err := r.ReadByte()
 	if err != nil {
 		return nil, err // io.EOF at a boundary is a clean end
+	}
+	if c == framesEnd {
+		return nil, errFramesEnd
 	}
 	raw, err := binary.ReadUvarint(r)
 	if err != nil {

@@ -327,7 +327,7 @@ func TestFrameReaderRejects(t *testing.T) {
 		want []error // every one must be wrapped
 	}{
 		{"codec 4", rawFrame(4, 1, 1, []byte{0}), []error{ErrProtocol, ErrUnknownCodec}},
-		{"codec 255", rawFrame(255, 1, 1, []byte{0}), []error{ErrProtocol, ErrUnknownCodec}},
+		{"codec 254", rawFrame(254, 1, 1, []byte{0}), []error{ErrProtocol, ErrUnknownCodec}}, // 255 is framesEnd
 		{"rawLen 0", rawFrame(0, 0, 0, nil), []error{ErrProtocol}},
 		{"rawLen 0 zstd", rawFrame(2, 0, 9, []byte{0x28, 0xb5, 0x2f, 0xfd, 0, 0, 1, 0, 0}), []error{ErrProtocol}},
 		{"rawLen too big", rawFrame(0, maxFrameRaw+1, 1, []byte{0}), []error{ErrProtocol}},

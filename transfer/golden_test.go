@@ -170,6 +170,10 @@ var (
 		Roots: []SourceRoot{{Base: "/snapshots/daily.0/home/alice", Rel: "wp-config.php"}}, Filters: []string{"- /*/*"}}
 	goldenSumsReply = helloReply{Proto: ProtocolVersion, Version: "1.2.3", Codecs: []string{"none"},
 		Sums: []FileSum{{Path: "wp-config.php", XXH3: "4c1f0a92d6e3b871"}}}
+	goldenSizes = Hello{Proto: ProtocolVersion, Version: "1.2.3", Role: RoleSizes, Compression: "none",
+		SizePaths: []string{"/snapshots/daily.0/home/alice", "/snapshots/daily.0/home/bob"}}
+	goldenSizesReply = helloReply{Proto: ProtocolVersion, Version: "1.2.3", Codecs: []string{"none"},
+		Sizes: []PathSize{{Bytes: 9764606, Files: 418}, {Error: "lstat /snapshots/daily.0/home/bob: no such file or directory"}}}
 )
 
 // goldenCase is one message (or one exchange) on the wire.
@@ -303,6 +307,8 @@ func goldenCases(t *testing.T) []goldenCase {
 		{"hello_reply_matches", handshake(goldenMatches), unhandshake[helloReply](), goldenMatches},
 		{"hello_sums", handshake(goldenSums), unhandshake[Hello](), goldenSums},
 		{"hello_reply_sums", handshake(goldenSumsReply), unhandshake[helloReply](), goldenSumsReply},
+		{"hello_sizes", handshake(goldenSizes), unhandshake[Hello](), goldenSizes},
+		{"hello_reply_sizes", handshake(goldenSizesReply), unhandshake[helloReply](), goldenSizesReply},
 
 		{"list", framed(false, func(e *encoder) { e.byte(msgList) }), unframed(false, msgByte(msgList, nil)), nil},
 		{"list_reply", framed(false, func(e *encoder) {
@@ -416,6 +422,7 @@ func goldenCases(t *testing.T) []goldenCase {
 			return itemizeReply{lines, pe}, err
 		})), itemizeReply{[]string{">f+++++++++ index.php", "*deleting   old.php"}, goldenPathErrors}},
 		{"bye", framed(false, func(e *encoder) { e.byte(msgBye) }), unframed(false, msgByte(msgBye, nil)), nil},
+		{"next", framed(false, func(e *encoder) { e.byte(msgNext) }), unframed(false, msgByte(msgNext, nil)), nil},
 		{"stats", framed(false, func(e *encoder) { e.byte(msgStats) }), unframed(false, msgByte(msgStats, nil)), nil},
 		{"rate", framed(false, func(e *encoder) { e.byte(msgRate); e.uvarint(3 << 20); e.uvarint(1500000) }),
 			unframed(false, msgByte(msgRate, func(d *decoder) (any, error) {

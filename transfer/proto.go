@@ -53,6 +53,10 @@ import (
 // of the client's walk, which the receiver checks in turn
 // (treewalk.ListChecker), and msgFinishPlanned finishes planned entries by
 // path (pushchunks.go).
+// Version 8 also added RoleSizes (Hello.SizePaths, helloReply.Sizes):
+// the agent sizes many trees in one request without sending their lists,
+// and msgNext: a client ends a session and keeps the agent for another
+// handshake on the same stream.
 const ProtocolVersion = 8
 
 // magic opens the handshake in both directions, so that a peer that is not a
@@ -125,6 +129,9 @@ type Hello struct {
 	// server acknowledges it in its reply; an agent that does not is
 	// refused by Handshake.
 	Verify bool `json:"verify,omitempty"`
+
+	// SizePaths (protocol 8) are the paths a RoleSizes request sizes.
+	SizePaths []string `json:"size_paths,omitempty"`
 }
 
 // maxReadBuffer caps a client's --read-buffer request on the server.
@@ -144,6 +151,8 @@ type helloReply struct {
 	Matches []string `json:"matches,omitempty"`
 	// Sums are a RoleSums reply's content hashes.
 	Sums []FileSum `json:"sums,omitempty"`
+	// Sizes are a RoleSizes reply's, one per Hello.SizePaths.
+	Sizes []PathSize `json:"sizes,omitempty"`
 }
 
 const maxHelloBytes = 16 << 20 // a --files-from list travels in it
@@ -245,6 +254,7 @@ const (
 	// push, a list streamed in chunks (pushchunks.go):
 	msgPlanChunk     byte = 12 // the next chunk: last, entries, no errors, leaders, closed; reply: as msgFileList's
 	msgFinishPlanned byte = 13 // paths of planned entries to finish, in order; reply: finish errors
+	msgNext          byte = 14 // end of session, then framesEnd; the server ends its frames with framesEnd and awaits another handshake
 
 	statusOK    byte = 0
 	statusFatal byte = 1

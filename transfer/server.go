@@ -72,6 +72,25 @@ type ServerConfig struct {
 // or ctx is cancelled. Serve does not close in or out.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) error {
 	br := bufio.NewReaderSize(in, 64<<10)
+	for first := true; ; first = false {
+		if !first {
+			// A client that parked the stream and then closed it has
+			// no further session to ask for: a clean end.
+			if _, err := br.Peek(1); err == io.EOF {
+				return nil
+			}
+		}
+		next, err := serveSession(ctx, br, out, cfg)
+		if err != nil || !next {
+			return err
+		}
+	}
+}
+
+// serveSession serves one session, from its handshake to its goodbye,
+// and reports whether it ended with msgNext: the client keeps the
+// stream for another handshake, which br is left at.
+func serveSession(ctx context.Context, br *bufio.Reader, out io.Writer, cfg ServerConfig) (next bool, _ error) {
 	var h Hello
 	rep := helloReply{Proto: ProtocolVersion, Version: cfg.Version, Codecs: CodecNames()}
 	refuse := func(err error) error {
@@ -81,22 +100,22 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) e
 	}
 	if err := readHandshake(br, &h); err != nil {
 		if errors.Is(err, errHelloFields) {
-			return refuse(err) // a client of another version: tell it why
+			return false, refuse(err) // a client of another version: tell it why
 		}
-		return err
+		return false, err
 	}
 	if h.Proto != ProtocolVersion {
-		return refuse(fmt.Errorf("%w: the client (restoresync %s) speaks protocol %d, this agent (restoresync %s) speaks %d: install the same version on both hosts",
+		return false, refuse(fmt.Errorf("%w: the client (restoresync %s) speaks protocol %d, this agent (restoresync %s) speaks %d: install the same version on both hosts",
 			ErrProtocol, h.Version, h.Proto, cfg.Version, ProtocolVersion))
 	}
 	comp, err := ParseCompression(h.Compression)
 	if err != nil {
-		return refuse(fmt.Errorf("%w: %w", ErrProtocol, err))
+		return false, refuse(fmt.Errorf("%w: %w", ErrProtocol, err))
 	}
 	skip := defaultSkipList
 	if h.SkipCompress != nil {
 		if skip, err = ParseSkipList(*h.SkipCompress); err != nil {
-			return refuse(fmt.Errorf("%w: %w", ErrProtocol, err))
+			return false, refuse(fmt.Errorf("%w: %w", ErrProtocol, err))
 		}
 	}
 	s := &server{cfg: cfg, hello: h}
@@ -104,7 +123,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) e
 	case RoleSender:
 		src, err := s.openSource()
 		if err != nil {
-			return refuse(err)
+			return false, refuse(err)
 		}
 		defer src.Close()
 		s.src = src
@@ -114,49 +133,58 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) e
 	case RoleGlob:
 		m, err := s.glob(h.Path)
 		if err != nil {
-			return refuse(err)
+			return false, refuse(err)
 		}
 		rep.Matches = m
-		return writeHandshake(out, rep)
+		return false, writeHandshake(out, rep)
+	case RoleSizes:
+		sizes, err := s.sizes(ctx)
+		if err != nil {
+			return false, refuse(err)
+		}
+		rep.Sizes = sizes
+		// The reply ends the request: the stream may carry another
+		// handshake (a client that parks it), or end.
+		return true, writeHandshake(out, rep)
 	case RoleSums:
 		sums, err := s.sums(ctx)
 		if err != nil {
-			return refuse(err)
+			return false, refuse(err)
 		}
 		rep.Sums = sums
-		return writeHandshake(out, rep)
+		return false, writeHandshake(out, rep)
 	case RoleReceiver:
 		if cfg.ReadOnly || cfg.NewSink == nil {
-			return refuse(errors.New("this endpoint is read-only: it cannot receive files"))
+			return false, refuse(errors.New("this endpoint is read-only: it cannot receive files"))
 		}
 		dst, err := s.resolve(h.Path)
 		if err != nil {
-			return refuse(err)
+			return false, refuse(err)
 		}
 		s.dst = dst
 	default:
 		role, ok := extraRoles[h.Role]
 		if !ok {
-			return refuse(fmt.Errorf("%w: unknown role %q", ErrProtocol, h.Role))
+			return false, refuse(fmt.Errorf("%w: unknown role %q", ErrProtocol, h.Role))
 		}
 		src, err := s.openSource()
 		if err != nil {
-			return refuse(err)
+			return false, refuse(err)
 		}
 		defer src.Close()
 		s.src = src
 		if err := writeHandshake(out, rep); err != nil {
-			return err
+			return false, err
 		}
-		return role(ctx, s, br, out, comp)
+		return false, role(ctx, s, br, out, comp)
 	}
 	rep.Verify = h.Verify
 	if err := writeHandshake(out, rep); err != nil {
-		return err
+		return false, err
 	}
 	fw, err := newFrameWriter(out, comp)
 	if err != nil {
-		return err
+		return false, err
 	}
 	fw.setSkipList(skip)
 	s.enc = encoder{fw: fw, verify: h.Verify}
@@ -174,7 +202,20 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ServerConfig) e
 	if s.sink != nil {
 		s.sink.Close()
 	}
-	return err
+	if err != nil || !s.next {
+		return false, err
+	}
+	// msgNext: end this session's frames both ways, so that the next
+	// handshake is read from br where the client's frames ended.
+	if _, err := out.Write([]byte{framesEnd}); err != nil {
+		return false, err
+	}
+	io.Copy(io.Discard, readerFunc(s.dec.fr.Read))
+	<-s.dec.fr.exited
+	if !s.dec.fr.ended.Load() {
+		return false, nil // the client closed the stream instead
+	}
+	return true, nil
 }
 
 // roleFunc serves a role other than the raw sender and receiver, after a
@@ -209,6 +250,8 @@ type server struct {
 	// push is a push's list streamed in chunks, from the first
 	// msgPlanChunk (pushchunks.go).
 	push *pushChunks
+	// next says the session ended with msgNext.
+	next bool
 }
 
 // resolve maps a client's path to a local one, confined beneath cfg.Root
@@ -329,6 +372,9 @@ func (s *server) loop(ctx context.Context) error {
 			}
 			s.enc.fw.coder.peerReceived(int64(b), time.Duration(us)*time.Microsecond, s.idle)
 			continue // no reply
+		case m == msgNext:
+			s.next = true
+			return nil
 		case m == msgStats:
 			st := s.enc.fw.coder.Stats()
 			s.enc.status(nil)

@@ -35,8 +35,10 @@ type Timeouts struct {
 // remote agent, or, with -e, the program (whose stderr is added). Other
 // errors are Dial's and Handshake's; ctx ending first gives its error. An
 // expired setup is reported by those marks, not as
-// context.DeadlineExceeded. On error the stream is closed. Safe for
-// concurrent use (each call opens its own stream).
+// context.DeadlineExceeded. On error the stream is closed. A stream that
+// d's SSHMux had parked (Conn.Release) whose handshake fails, short of a
+// refusal, is replaced by a new one: its agent may have ended meanwhile.
+// Safe for concurrent use (each call opens its own stream).
 func Open(ctx context.Context, d transport.Dialer, h Hello, t Timeouts) (transport.Stream, *Conn, error) {
 	sctx, cancel, expired := setupContext(ctx, t)
 	defer cancel()
@@ -45,6 +47,15 @@ func Open(ctx context.Context, d transport.Dialer, h Hello, t Timeouts) (transpo
 		return nil, nil, expired(err, transport.DialAwaiting(err))
 	}
 	c, err := Handshake(sctx, s, h)
+	var refused *RemoteError
+	for err != nil && transport.Reused(s) && sctx.Err() == nil && !errors.As(err, &refused) {
+		// A parked agent that ended while it waited: a new stream.
+		s.Close()
+		if s, err = d.Dial(sctx); err != nil {
+			return nil, nil, expired(err, transport.DialAwaiting(err))
+		}
+		c, err = Handshake(sctx, s, h)
+	}
 	if err != nil {
 		s.Close() // waits for an -e program to end, so that its stderr is complete
 		return nil, nil, withStderr(s, expired(err, transport.HandshakeAwaiting(s)))

@@ -80,6 +80,8 @@ type limitedStream struct {
 	cancel context.CancelFunc
 }
 
+func (s *limitedStream) unwrap() Stream { return s.Stream }
+
 // Read reads at most a burst, then waits for the tokens of what it read.
 func (s *limitedStream) Read(p []byte) (int, error) {
 	if len(p) > s.lim.burst {

@@ -46,7 +46,8 @@
 // location.go — Location and ParseLocation; ssh.go — the built-in SSH
 // client's dialer and its bounded setup; sshstream.go — its streams and
 // keepalives; sshmux.go — SSHMux, streams as sessions on shared
-// connections; hostkeyerror.go — HostKeyError; sshconfig.go — ssh_config,
+// connections; park.go — Park, CanPark, Reused: a stream whose agent
+// awaits another session, kept by the mux for the next Dial; hostkeyerror.go — HostKeyError; sshconfig.go — ssh_config,
 // known_hosts and keys for it; rsh.go — the -e program dialer;
 // subsystem.go — SubsystemDialer, refused commands and subsystems;
 // listen.go — the serve --listen endpoint; admission.go — its bounds

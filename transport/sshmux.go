@@ -33,7 +33,11 @@ const DefaultSessionsPerConn = 10
 // caps that connection at the sessions it has; a connection that ends (a
 // lost link) is dropped and its streams fail as a lost connection does.
 // Closing a stream ends its session only; Close ends every connection.
-// Safe for concurrent use.
+// A stream whose agent awaits another handshake can be parked (Park): a
+// later Dial with the same settings and command takes it instead of
+// starting the command again; a Dial that would wait for a session closes
+// a parked one first, so parked streams never hold a Dial up. Safe for
+// concurrent use.
 type SSHMux struct {
 	maxConns, perConn int
 
@@ -42,6 +46,10 @@ type SSHMux struct {
 	dialing map[string]int // connections being opened, per key
 	changed chan struct{}  // closed and replaced whenever a slot may have freed
 	closed  bool
+	// parked are the parked streams by key and command, oldest first;
+	// nParked counts them.
+	parked  map[string][]*sshStream
+	nParked int
 	opened  atomic.Int64
 }
 
@@ -61,7 +69,58 @@ func NewSSHMux(maxConns, sessionsPerConn int) *SSHMux {
 		sessionsPerConn = DefaultSessionsPerConn
 	}
 	return &SSHMux{maxConns: max(maxConns, 1), perConn: sessionsPerConn,
-		conns: map[string][]*muxConn{}, dialing: map[string]int{}, changed: make(chan struct{})}
+		conns: map[string][]*muxConn{}, dialing: map[string]int{}, changed: make(chan struct{}),
+		parked: map[string][]*sshStream{}}
+}
+
+// maxParked is how many parked streams m keeps: half its sessions, so
+// that as many remain for streams in use.
+func (m *SSHMux) maxParked() int { return max(m.maxConns*m.perConn/2, 1) }
+
+// park keeps s, a stream on one of m's connections, for a later Dial of
+// its key and command; false when m is closed, s's connection is gone, or
+// m keeps as many as it may.
+func (m *SSHMux) park(s *sshStream) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || s.shared.c.dead || m.nParked >= m.maxParked() {
+		return false
+	}
+	k := s.shared.key + "\x02" + s.command
+	m.parked[k] = append(m.parked[k], s)
+	m.nParked++
+	return true
+}
+
+// unparkLocked takes the newest parked stream of key k, or nil. Called
+// with mu held.
+func (m *SSHMux) unparkLocked(k string) *sshStream {
+	for ss := m.parked[k]; len(ss) > 0; ss = m.parked[k] {
+		s := ss[len(ss)-1]
+		m.parked[k] = ss[:len(ss)-1]
+		m.nParked--
+		if !s.shared.c.dead {
+			return s
+		}
+		go s.Close() // its connection ended while it was parked
+	}
+	delete(m.parked, k)
+	return nil
+}
+
+// evictLocked takes the oldest parked stream of any key, or nil. Called
+// with mu held.
+func (m *SSHMux) evictLocked() *sshStream {
+	for k, ss := range m.parked {
+		if len(ss) == 0 {
+			continue
+		}
+		s := ss[0]
+		m.parked[k] = ss[1:]
+		m.nParked--
+		return s
+	}
+	return nil
 }
 
 // Opened returns how many SSH connections the mux has opened so far.
@@ -72,6 +131,12 @@ func (m *SSHMux) Opened() int { return int(m.opened.Load()) }
 func (m *SSHMux) Close() error {
 	m.mu.Lock()
 	m.closed = true
+	for _, ss := range m.parked {
+		for _, s := range ss {
+			s.session.Close()
+		}
+	}
+	m.parked, m.nParked = map[string][]*sshStream{}, 0
 	var all []*muxConn
 	for _, cs := range m.conns {
 		all = append(all, cs...)
@@ -109,6 +174,11 @@ func (m *SSHMux) dial(ctx context.Context, d *sshDialer) (Stream, error) {
 			m.mu.Unlock()
 			return nil, fmt.Errorf("%w: %s: connections closed", ErrConnect, d.display)
 		}
+		if s := m.unparkLocked(key + "\x02" + d.command); s != nil {
+			m.mu.Unlock()
+			s.reused = true
+			return s, nil
+		}
 		var best *muxConn
 		for _, c := range m.conns[key] {
 			if !c.dead && c.sessions < c.cap && (best == nil || c.sessions < best.sessions) {
@@ -138,7 +208,7 @@ func (m *SSHMux) dial(ctx context.Context, d *sshDialer) (Stream, error) {
 			m.notify() // its other sessions are free
 			m.mu.Unlock()
 			go m.watch(key, c)
-			s.shared = &muxSession{m: m, c: c}
+			s.shared = &muxSession{m: m, c: c, key: key}
 			// The connection's keepalives, whichever of its streams are
 			// open: they end with it.
 			d.keepaliveStart(&sshStream{display: d.display, client: c.client, done: make(chan struct{})})
@@ -170,11 +240,15 @@ func (m *SSHMux) dial(ctx context.Context, d *sshDialer) (Stream, error) {
 				m.mu.Unlock()
 				return nil, err
 			}
-			s.shared = &muxSession{m: m, c: best}
+			s.shared = &muxSession{m: m, c: best, key: key}
 			return s, nil
 		}
 		wait := m.changed
+		evict := m.evictLocked()
 		m.mu.Unlock()
+		if evict != nil {
+			evict.Close() // its session's end frees a slot
+		}
 		select {
 		case <-wait:
 		case <-ctx.Done():
@@ -235,6 +309,7 @@ func (s *sshStream) endShared() {
 type muxSession struct {
 	m    *SSHMux
 	c    *muxConn
+	key  string
 	once sync.Once
 }
 
@@ -262,4 +337,23 @@ func (s *muxSession) release() {
 		s.m.notify()
 		s.m.mu.Unlock()
 	})
+}
+
+// canPark implements parker: s is on a mux connection, open, and the mux
+// is open.
+func (s *sshStream) canPark() bool {
+	if s.shared == nil || s.closed.Load() || s.readErr != nil {
+		return false
+	}
+	s.shared.m.mu.Lock()
+	defer s.shared.m.mu.Unlock()
+	return !s.shared.m.closed && !s.shared.c.dead
+}
+
+// park implements parker.
+func (s *sshStream) park() bool {
+	if !s.canPark() {
+		return false
+	}
+	return s.shared.m.park(s)
 }

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -118,5 +119,65 @@ func TestSSHMuxCloseStoppedCommand(t *testing.T) {
 	checkEcho(t, dialT(t, echo), 64<<10)
 	if n := mux.Opened(); n != 2 {
 		t.Errorf("%d connections opened, want 2 (the stopped command's was closed)", n)
+	}
+}
+
+// A parked stream is what the next Dial with the same settings and
+// command gets (its remote command still running: the bytes echo on);
+// a Dial that finds every session taken, one of them parked, closes the
+// parked one instead of waiting; a stream of its own connection cannot
+// be parked.
+func TestSSHMuxParkedStreamReusedOrEvicted(t *testing.T) {
+	t.Parallel()
+	srv := testsshd.Start(t)
+	mux := NewSSHMux(1, 2)
+	defer mux.Close()
+	newDialer := func(remote string, mux *SSHMux) Dialer {
+		d, err := NewSSHDialer(Location{Host: "testhost"}, SSHOptions{ConfigFile: srv.Config(t), RemotePath: remote, Mux: mux})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	echo := echoAgent(t)
+	d := newDialer(echo, mux)
+	echoLine := func(s Stream, line string) {
+		t.Helper()
+		if _, err := s.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(line))
+		if _, err := io.ReadFull(s, got); err != nil || string(got) != line {
+			t.Fatalf("echo %q: got %q, %v", line, got, err)
+		}
+	}
+	s1 := dialT(t, d)
+	echoLine(s1, "first\n")
+	if Reused(s1) || !CanPark(s1) || !Park(s1) {
+		t.Fatalf("a new mux stream: reused %v, can park %v; want new, parkable", Reused(s1), CanPark(s1))
+	}
+	s2 := dialT(t, d)
+	if !Reused(s2) {
+		t.Fatal("the Dial after Park started a new command, want the parked stream")
+	}
+	echoLine(s2, "again\n") // the same cat
+	s3 := dialT(t, d)
+	defer s3.Close()
+	if !Park(s2) {
+		t.Fatal("Park refused a stream")
+	}
+	// Both sessions taken (s3, parked s2): another command's Dial closes
+	// the parked one and gets its session.
+	other := dialT(t, newDialer(echoAgent(t), mux))
+	if Reused(other) {
+		t.Error("a Dial of another command got a stream parked for another")
+	}
+	checkEcho(t, other, 64<<10)
+	if n := mux.Opened(); n != 1 {
+		t.Errorf("%d connections opened, want 1", n)
+	}
+	own := dialT(t, newDialer(echo, nil))
+	if CanPark(own) || Park(own) {
+		t.Error("a stream on a connection of its own was parked")
 	}
 }

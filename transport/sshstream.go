@@ -33,6 +33,8 @@ type sshStream struct {
 	// shared, when not nil, says that client is an SSHMux connection that
 	// other streams use too: Close ends the session only.
 	shared *muxSession
+	// reused says that a Dial took the stream from the mux's parked ones.
+	reused bool
 
 	lost      atomic.Pointer[error] // set when keepalives went unanswered
 	closed    atomic.Bool

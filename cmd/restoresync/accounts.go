@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"regexp"
 	"runtime"
 	"slices"
@@ -211,7 +212,11 @@ func runAccounts(ctx context.Context, cmd *cobra.Command, o *restoreOptions, arg
 	fo := fleet.Options{
 		Parallel: o.accts.parallel,
 		Order:    o.accts.order,
-		Estimate: o.estimateAccount,
+		Estimate: o.estimateAccounts,
+		Check: func(a fleet.Account) error {
+			_, err := user.Lookup(a.Name) // as applyAccount will
+			return err
+		},
 		Restore: func(ctx context.Context, a fleet.Account) fleet.Result {
 			ar := &accountRun{name: a.Name, args: append(slices.Clone(a.Srcs), a.Dst), mux: mux}
 			if len(srcT) == 0 {
@@ -284,14 +289,68 @@ func runAccount(ctx context.Context, raw []string, ar *accountRun, stdout, stder
 	return endRun(ctx, root, raw, err, stderr)
 }
 
+// estimateAccounts is the size in bytes of each account's SRCs (their
+// regular files', a file with several links once; -1 when unknown), with
+// the global settings, which an account's section may change. The SRCs on
+// one host are sized in one request to its agent, which walks them
+// without sending their lists (restore.Sizes); a host whose agent cannot
+// (none, or an older one) has each account listed instead
+// (estimateAccount).
+func (o *restoreOptions) estimateAccounts(ctx context.Context, accounts []fleet.Account) []int64 {
+	type ref struct{ account, path int }
+	hosts := map[string][]ref{} // by user@host:port ("" for local paths)
+	var keys []string
+	paths := make([][]string, len(accounts))
+	sizes := make([]int64, len(accounts))
+	listed := make([]bool, len(accounts)) // sized whole by estimateAccount
+	for i, a := range accounts {
+		if len(a.Srcs) == 0 {
+			sizes[i] = -1
+			continue
+		}
+		for _, src := range a.Srcs {
+			k := ""
+			if l, err := transport.ParseLocation(src); err == nil && l.Remote() {
+				k = fmt.Sprintf("%s@%s:%d", l.User, l.Host, l.Port)
+			}
+			if _, ok := hosts[k]; !ok {
+				keys = append(keys, k)
+			}
+			hosts[k] = append(hosts[k], ref{i, len(paths[i])})
+			paths[i] = append(paths[i], src)
+		}
+	}
+	for _, k := range keys {
+		refs := hosts[k]
+		var ps []string
+		for _, r := range refs {
+			ps = append(ps, paths[r.account][r.path])
+		}
+		got, err := restore.Sizes(ctx, restore.SizeOptions{Paths: ps, SSH: o.opts.SSH,
+			IdleTimeout: o.opts.IdleTimeout, Version: version})
+		for j, r := range refs {
+			switch {
+			case sizes[r.account] < 0 || listed[r.account]:
+			case err != nil: // no agent to size them: list the account
+				n, ok := o.estimateAccount(ctx, accounts[r.account])
+				sizes[r.account], listed[r.account] = n, true
+				if !ok {
+					sizes[r.account] = -1
+				}
+			case got[j].Error != "":
+				sizes[r.account] = -1
+			default:
+				sizes[r.account] += got[j].Bytes
+			}
+		}
+	}
+	return sizes
+}
+
 // estimateAccount is the size of an account's SRCs in bytes (its regular
 // files'), from a recursive listing (the agent's walk, or GNU find's);
-// false when it cannot be listed, with the global settings, which an
-// account's section may change.
+// false when it cannot be listed.
 func (o *restoreOptions) estimateAccount(ctx context.Context, a fleet.Account) (int64, bool) {
-	if len(a.Srcs) == 0 {
-		return 0, false
-	}
 	ls, err := restore.List(ctx, restore.ListOptions{Paths: a.Srcs, Recursive: true, SSH: o.opts.SSH,
 		IdleTimeout: o.opts.IdleTimeout, Version: version})
 	if err != nil {
