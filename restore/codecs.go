@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/restoresync/restoresync/transfer"
 )
@@ -72,9 +73,10 @@ func (p *pool) all() []*transfer.Conn {
 // auto, the streams opened and why no more (a fixed -j reports the
 // number asked for, as the streams still dialing when the work was done
 // are not waited for); and what each codec carried with the link's
-// measured throughput. A stats request that fails leaves the codecs out:
-// the restore itself is complete.
-func (rep *Report) addStreams(ctx context.Context, s session, jobsAuto bool) {
+// measured throughput. ran is how long the session's streams ran. A stats
+// request that fails leaves the codecs out: the restore itself is
+// complete.
+func (rep *Report) addStreams(ctx context.Context, s session, jobsAuto bool, ran time.Duration) {
 	if p, ok := s.(interface{ pool() *pool }); ok && jobsAuto {
 		rep.Jobs, rep.JobsReason = p.pool().opened()
 	}
@@ -102,6 +104,13 @@ func (rep *Report) addStreams(ctx context.Context, s session, jobsAuto bool) {
 	switch {
 	case st.PeerSeconds > 0:
 		rep.LinkMiBPerSec = float64(st.PeerBytes) / (1 << 20) / st.PeerSeconds * float64(max(rep.Jobs, 1))
+		// That assumes every stream ran the whole time; a stream --jobs
+		// auto opened later shared a link that had been the first one's,
+		// and the streams together moved no more than the session's
+		// bytes in its time while the link bound them.
+		if ran.Seconds() > 0 {
+			rep.LinkMiBPerSec = min(rep.LinkMiBPerSec, float64(st.WireBytes)/(1<<20)/ran.Seconds())
+		}
 	case st.WriteSeconds > 0:
 		rep.LinkMiBPerSec = float64(st.WireBytes) / (1 << 20) / st.WriteSeconds * float64(max(rep.Jobs, 1))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/restoresync/restoresync/restore/dest"
 	"github.com/restoresync/restoresync/transfer"
@@ -35,9 +36,10 @@ func runRaw(ctx context.Context, o Options, src, dst transport.Location, rep *Re
 	// It stays armed while the streams are closed: a goodbye that a
 	// stalled agent never answers must not outlive a Ctrl-C.
 	stop := context.AfterFunc(ctx, s.abort)
+	started := time.Now()
 	err = runSession(ctx, s, o, rep)
 	if err == nil {
-		rep.addStreams(ctx, s, o.jobsAuto)
+		rep.addStreams(ctx, s, o.jobsAuto, time.Since(started))
 	}
 	// By the time the streams are closed, every file is in place and
 	// finished: a failed goodbye is worth a warning, not a failed run.
