@@ -12,10 +12,16 @@ import (
 // and restore DST into the next argument.
 type identityFlag struct{ files *[]string }
 
-// Set adds one key file; a directory is an error.
+// Set adds one key file; a directory is an error, and so is a value that
+// starts with "-" and names no file: an option that -i took for its value,
+// as from rsync's "-ni --delete" or "-aHni".
 func (f identityFlag) Set(v string) error {
-	if fi, err := os.Stat(v); err == nil && fi.IsDir() {
+	fi, err := os.Stat(v)
+	if err == nil && fi.IsDir() {
 		return fmt.Errorf("%s is a directory, not a private key file (-i is ssh's --identity; rsync's -i is --itemize-changes, written out here)", v)
+	}
+	if err != nil && strings.HasPrefix(v, "-") {
+		return fmt.Errorf("%s is an option, not a private key file (-i is ssh's --identity; rsync's -i is --itemize-changes, written out here)", v)
 	}
 	*f.files = append(*f.files, v)
 	return nil

@@ -28,6 +28,18 @@ func TestIdentityFlagRefusesADirectory(t *testing.T) {
 			t.Errorf("%s: want exit %d naming --itemize-changes:\n%s", strings.Join(args[:2], " "), exitUsage, r)
 		}
 	}
+	// -i takes the next word, an option of rsync's among them: it is
+	// refused for it, and nothing is restored.
+	for _, args := range [][]string{{"-n", "-i", "--delete"}, {"-ani", "--delete"}} {
+		out := filepath.Join(t.TempDir(), "out")
+		r := runIn(t, append(append([]string{"restore"}, args...), src, out)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--itemize-changes") {
+			t.Errorf("restore %s SRC DST: want exit %d naming --itemize-changes:\n%s", strings.Join(args, " "), exitUsage, r)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("restore %s SRC DST made %s: %v", strings.Join(args, " "), out, err)
+		}
+	}
 	key := filepath.Join(t.TempDir(), "id_ed25519") // need not exist for a local restore
 	if r := runIn(t, "restore", "-i", key, src, filepath.Join(t.TempDir(), "ok")); r.code != 0 {
 		t.Errorf("restore -i KEYFILE SRC DST (local): %s", r)
