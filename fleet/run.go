@@ -219,7 +219,11 @@ func (s *Summary) order(ctx context.Context, accounts []Account, check func(Acco
 		return cmp.Compare(ea, eb)
 	})
 	if unknown > 0 {
-		notes = append(notes, fmt.Sprintf("%d of %d accounts have no size estimate: they run last, in the order given", unknown, len(accounts)))
+		verb, pron := "have", "they run"
+		if unknown == 1 {
+			verb, pron = "has", "it runs"
+		}
+		notes = append(notes, fmt.Sprintf("%d of %d accounts %s no size estimate: %s last, in the order given", unknown, len(accounts), verb, pron))
 	}
 	return append(idx, unfit...)
 }
