@@ -234,25 +234,7 @@ func TestChunkedDeleteMemoryBounded(t *testing.T) {
 // (about 70 MiB; 285 MiB at 200,000). Without
 // compression: a codec's encoders and buffers are not the list's.
 func TestChunkedPushMemoryBounded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("pushes 250,000 files")
-	}
-	const bound = 48 << 20
-	for _, n := range []int{50_000, 200_000} {
-		src := flatTree(t, n)
-		dst := filepath.Join(memDir(t), "D")
-		var rep *restore.Report
-		o := options("push", src, dst)
+	restoreHeapBounded(t, "pushed", 48<<20, "push", func(o *restore.Options) {
 		o.Compression = transfer.Compression{} // none: the heap measured is the list's and the streams', not a codec's
-		peak := peakHeapBytes(func() { rep = run(t, o) })
-		t.Logf("%d files pushed: peak heap %.1f MiB", n, float64(peak)/(1<<20))
-		if rep.Files != n {
-			t.Errorf("%d files restored of %d", rep.Files, n)
-		}
-		if peak > bound {
-			t.Errorf("%d files pushed: peak heap %.1f MiB, over the %d MiB that bounds it whatever the tree", n, float64(peak)/(1<<20), bound>>20)
-		}
-		os.RemoveAll(src)
-		os.RemoveAll(dst)
-	}
+	})
 }

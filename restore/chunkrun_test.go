@@ -253,27 +253,9 @@ func peakHeapBytes(fn func()) uint64 {
 // the rest of the run, and zstd's best levels alone (36 MiB of state) took
 // the 200,000-file pull to 92 MiB.
 func TestChunkedPullAutoMemoryBounded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("pulls 250,000 files")
-	}
-	const bound = 48 << 20
-	for _, n := range []int{50_000, 200_000} {
-		src := flatTree(t, n)
-		dst := filepath.Join(memDir(t), "D")
-		var rep *restore.Report
-		o := options("pull", src, dst)
+	restoreHeapBounded(t, "pulled with --compress auto", 48<<20, "pull", func(o *restore.Options) {
 		o.Compression = transfer.Compression{Codec: transfer.CodecAuto}
-		peak := peakHeapBytes(func() { rep = run(t, o) })
-		t.Logf("%d files pulled with --compress auto: peak heap %.1f MiB", n, float64(peak)/(1<<20))
-		if rep.Files != n {
-			t.Errorf("%d files restored of %d", rep.Files, n)
-		}
-		if peak > bound {
-			t.Errorf("%d files pulled with --compress auto: peak heap %.1f MiB, over the %d MiB that bounds it whatever the tree", n, float64(peak)/(1<<20), bound>>20)
-		}
-		os.RemoveAll(src)
-		os.RemoveAll(dst)
-	}
+	})
 }
 
 // A restore's memory does not grow with the tree: restoring 50,000 and
@@ -282,21 +264,33 @@ func TestChunkedPullAutoMemoryBounded(t *testing.T) {
 // used at either size), which a list held whole (about 200 bytes an
 // entry, two or three times over) passes already at 50,000 files.
 func TestChunkedRestoreMemoryBounded(t *testing.T) {
+	restoreHeapBounded(t, "restored", 24<<20, "local", nil)
+}
+
+// restoreHeapBounded restores flat trees of 50,000 and 200,000 files in
+// mode (options' modes), with set applied to the options if not nil, and
+// fails the test if all of them were not restored or if a peak heap went
+// over bound bytes; what says how they were restored, in the messages.
+func restoreHeapBounded(t *testing.T, what string, bound uint64, mode string, set func(*restore.Options)) {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("restores 250,000 files")
+		t.Skipf("%s 250,000 files", what)
 	}
-	const bound = 24 << 20
 	for _, n := range []int{50_000, 200_000} {
 		src := flatTree(t, n)
 		dst := filepath.Join(memDir(t), "D")
+		o := options(mode, src, dst)
+		if set != nil {
+			set(&o)
+		}
 		var rep *restore.Report
-		peak := peakHeapBytes(func() { rep = run(t, options("local", src, dst)) })
-		t.Logf("%d files: peak heap %.1f MiB", n, float64(peak)/(1<<20))
+		peak := peakHeapBytes(func() { rep = run(t, o) })
+		t.Logf("%d files %s: peak heap %.1f MiB", n, what, float64(peak)/(1<<20))
 		if rep.Files != n {
 			t.Errorf("%d files restored of %d", rep.Files, n)
 		}
 		if peak > bound {
-			t.Errorf("%d files: peak heap %.1f MiB, over the %d MiB that bounds it whatever the tree", n, float64(peak)/(1<<20), bound>>20)
+			t.Errorf("%d files %s: peak heap %.1f MiB, over the %d MiB that bounds it whatever the tree", n, what, float64(peak)/(1<<20), bound>>20)
 		}
 		os.RemoveAll(src)
 		os.RemoveAll(dst)

@@ -136,14 +136,6 @@ func (s *server) serveFinishPlanned(ctx context.Context) error {
 		delete(s.push.held, p)
 		entries = append(entries, e)
 	}
-	sink, err := s.openSink(ctx)
-	var errs []*treewalk.PathError
-	if err == nil {
-		errs, err = sink.Finish(ctx, entries)
-	}
-	s.enc.status(err)
-	if err == nil {
-		s.enc.pathErrors(errs)
-	}
+	s.finishReply(ctx, entries)
 	return nil
 }

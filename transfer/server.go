@@ -439,15 +439,7 @@ func (s *server) loop(ctx context.Context) error {
 					return err
 				}
 			}
-			sink, err := s.openSink(ctx)
-			var errs []*treewalk.PathError
-			if err == nil {
-				errs, err = sink.Finish(ctx, entries)
-			}
-			s.enc.status(err)
-			if err == nil {
-				s.enc.pathErrors(errs)
-			}
+			s.finishReply(ctx, entries)
 		case m == msgDelete && s.dst != "":
 			if err := s.serveDelete(ctx); err != nil {
 				return fmt.Errorf("%w: %w", ErrProtocol, err)
@@ -553,4 +545,19 @@ func escapesError(r *os.Root) error {
 		return pe.Err
 	}
 	return errors.New("os.Root did not refuse \"..\"") // matches nothing else
+}
+
+// finishReply finishes entries on the receiver's sink (msgFinish,
+// msgFinishPlanned) and writes the reply: the status, then, when the sink
+// could be opened and finished, the per-entry errors.
+func (s *server) finishReply(ctx context.Context, entries []treewalk.Entry) {
+	sink, err := s.openSink(ctx)
+	var errs []*treewalk.PathError
+	if err == nil {
+		errs, err = sink.Finish(ctx, entries)
+	}
+	s.enc.status(err)
+	if err == nil {
+		s.enc.pathErrors(errs)
+	}
 }
