@@ -253,7 +253,11 @@ func newCompressor(c Compression) (compressor, error) {
 // serve --listen endpoint serving hundreds of sessions) nor the levels a
 // run has left. Each encoder has one state (WithEncoderConcurrency(1):
 // klauspost's encoder allocates all its states up front); a compression
-// takes a free encoder of its level or makes one, and gives it back.
+// takes a free encoder of its level or makes one, and gives it back. A
+// sync.Pool would drop idle encoders at every collection and have each
+// one made and warmed again, megabytes of allocation per frame on a
+// stream that compresses one frame at a time, so the free lists keep
+// them for the life of the process.
 // Reaching the process only through one stream, an agent under sshd makes
 // one encoder per level it uses.
 //
