@@ -291,3 +291,69 @@ func TestE2EAccountsShareAgents(t *testing.T) {
 		rsyncItemize(t, []string{"-rlptDHni", "--checksum", "--delete"}, filepath.Join(root, names[i]), filepath.Join(homes, names[i]))
 	}
 }
+
+// A stream that an account's restore asked for and that came up only
+// after the account was done is not torn down: it is parked for the next
+// account, as the streams the account used are. Each new agent here takes
+// 3 s to start and each account about 1 s (1 MiB at --bwlimit 1M), so
+// every account's second stream (-j 2) is still starting when the account
+// is done: were those streams killed, every account would start an agent
+// of its own (9 for 8 accounts, the sizing one included) and wait for it
+// to start only to kill it; kept, the later accounts take the ones that
+// came up late.
+func TestE2EAccountsKeepStreamsSetUpLate(t *testing.T) {
+	e2e(t)
+	t.Parallel()
+	srv := testsshd.Start(t)
+	const accounts = 8
+	var names []string
+	root := t.TempDir()
+	for range accounts {
+		n, _, _ := throwawayAccount(t)
+		names = append(names, n)
+		data := make([]byte, 1<<20)
+		for i := range data {
+			data[i] = byte(rand.Uint32())
+		}
+		p := filepath.Join(root, n, "public_html", "blob")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	starts := filepath.Join(dir, "starts")
+	agent := filepath.Join(dir, "agent")
+	script := "#!/bin/sh\necho start >> " + starts + "\n" +
+		"[ \"$(wc -l < " + starts + ")\" -gt 1 ] && sleep 3\n" +
+		"exec " + binPath + " \"$@\"\n"
+	if err := os.WriteFile(agent, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	homes := filepath.Join(t.TempDir(), "home")
+	args := append([]string{"restore", "--config", "none", "--accounts", strings.Join(names, ","),
+		"--parallel", "1", "--jobs", "2", "--compress", "none", "--bwlimit", "1M", "--json"}, sshdArgs(srv)...)
+	args = append(args, "--remote-path", agent, sshdURL(srv, root+"/{account}"), homes+"/{account}")
+	t0 := time.Now()
+	r := runBin(t, args...)
+	elapsed := time.Since(t0).Round(time.Millisecond)
+	var j accountsJSON
+	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil || r.code != 0 {
+		t.Fatalf("exit %d, --json: %v\n%s", r.code, err, r)
+	}
+	b, err := os.ReadFile(starts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := strings.Count(string(b), "start")
+	if n > accounts-1 {
+		t.Errorf("%d agents started for %d accounts restored one after another in %v; want at most %d (streams that came up after their account was done, kept for the next):\n%s",
+			n, accounts, elapsed, accounts-1, r)
+	}
+	t.Logf("%d agents started for %d accounts in %v", n, accounts, elapsed)
+	for _, n := range names {
+		rsyncItemize(t, []string{"-rlptDni", "--checksum"}, filepath.Join(root, n), filepath.Join(homes, n))
+	}
+}

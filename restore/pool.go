@@ -29,6 +29,16 @@ type pool struct {
 	ready  chan int // indices of usable streams; closed when dialing is over
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// shared says the streams are sessions on a shared SSH connection
+	// (transport.SSHMux), whose agents outlive the pool (Conn.Release).
+	// A stream still being set up when the pool closes is then not torn
+	// down: it completes in the background and is released, parked for
+	// the next restore to the same host, instead of killing the agent
+	// (a parked one it took, or a new one) and leaving the next restore
+	// to start another. openCancel ends those setups (abort).
+	shared     bool
+	openCancel context.CancelFunc
+	aborted    bool // the run failed: nothing is released (guarded by mu)
 
 	// jobsStop is why --jobs auto opened no more streams (jobsController).
 	jobsStop string
@@ -47,14 +57,19 @@ func openPool(ctx context.Context, d transport.Dialer, h transfer.Hello, jobs in
 	}
 	setup := time.Since(t0)
 	dctx, cancel := context.WithCancel(ctx)
-	p := &pool{conns: []*transfer.Conn{first}, ready: make(chan int, jobs), cancel: cancel}
+	p := &pool{conns: []*transfer.Conn{first}, ready: make(chan int, jobs), cancel: cancel,
+		shared: first.Reusable(), openCancel: func() {}}
+	octx := dctx // what bounds each stream's setup
+	if p.shared {
+		octx, p.openCancel = context.WithCancel(ctx)
+	}
 	p.ready <- 0
 	if progress != nil {
 		ctl := newJobsController(jobs, setup) // jobs is the bound; it is 1 below
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			p.grow(dctx, d, h, to, ctl, t0, progress)
+			p.grow(dctx, octx, d, h, to, ctl, t0, progress)
 		}()
 		jobs = 1 // no stream dialed up front
 	}
@@ -62,7 +77,7 @@ func openPool(ctx context.Context, d transport.Dialer, h transfer.Hello, jobs in
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			_, c, err := transfer.Open(dctx, d, h, to)
+			_, c, err := transfer.Open(octx, d, h, to)
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			switch {
@@ -71,8 +86,7 @@ func openPool(ctx context.Context, d transport.Dialer, h transfer.Hello, jobs in
 					p.dialErr = err
 				}
 			case p.closed || dctx.Err() != nil: // the run is over: not needed
-				c.Abort() // no goodbye: the agent may have stalled
-				c.Close()
+				p.discard(c)
 			default:
 				p.conns = append(p.conns, c)
 				p.ready <- len(p.conns) - 1 // never blocks: capacity jobs
@@ -88,7 +102,7 @@ func openPool(ctx context.Context, d transport.Dialer, h transfer.Hello, jobs in
 
 // grow opens streams one at a time while ctl says so (--jobs auto), until
 // it says no more or dctx ends.
-func (p *pool) grow(dctx context.Context, d transport.Dialer, h transfer.Hello, to transfer.Timeouts, ctl *jobsController, t0 time.Time, progress func() jobsSample) {
+func (p *pool) grow(dctx, octx context.Context, d transport.Dialer, h transfer.Hello, to transfer.Timeouts, ctl *jobsController, t0 time.Time, progress func() jobsSample) {
 	tick := time.NewTicker(jobsTick)
 	defer tick.Stop()
 	defer func() {
@@ -107,10 +121,10 @@ func (p *pool) grow(dctx context.Context, d transport.Dialer, h transfer.Hello, 
 		p.mu.Lock()
 		s.streams = len(p.conns)
 		p.mu.Unlock()
-		if !ctl.decide(s) {
+		if !ctl.decide(s) || dctx.Err() != nil {
 			continue
 		}
-		_, c, err := transfer.Open(dctx, d, h, to)
+		_, c, err := transfer.Open(octx, d, h, to)
 		p.mu.Lock()
 		switch {
 		case err != nil:
@@ -118,14 +132,27 @@ func (p *pool) grow(dctx context.Context, d transport.Dialer, h transfer.Hello, 
 			// the channel: either way this remote takes no more.
 			ctl.refused()
 		case p.closed || dctx.Err() != nil:
-			c.Abort()
-			c.Close()
+			p.discard(c)
 		default:
 			p.conns = append(p.conns, c)
 			p.ready <- len(p.conns) - 1 // never blocks: capacity jobs
 		}
 		p.mu.Unlock()
 	}
+}
+
+// discard ends c, a stream set up after the pool closed (or its run
+// ended). A shared stream is released for the next restore to the same
+// host when the pool closed in good order; any other is torn down
+// without a goodbye, which an agent that stalled would never answer.
+// Called with mu held; the release runs in the background.
+func (p *pool) discard(c *transfer.Conn) {
+	if p.shared && !p.aborted && c.Reusable() {
+		go c.Release()
+		return
+	}
+	c.Abort()
+	c.Close()
 }
 
 // opened returns how many streams were opened, and why --jobs auto opened
@@ -169,7 +196,9 @@ func (p *pool) wireBytes() int64 {
 // goroutine; close must still be called.
 func (p *pool) abort() {
 	p.cancel()
+	p.openCancel()
 	p.mu.Lock()
+	p.aborted = true
 	conns := p.conns
 	p.mu.Unlock()
 	for _, c := range conns {
@@ -179,16 +208,23 @@ func (p *pool) abort() {
 
 // close stops the background dials and closes every stream, in parallel
 // (a stream on a shared SSH connection is released instead: its agent
-// serves the next restore to the same host).
+// serves the next restore to the same host; one still being set up is
+// not waited for, and is released once it is up).
 // With abort (the run already failed) the streams are torn down without a
 // goodbye, which a stalled agent would never answer, and errors are not
 // reported. Otherwise each goodbye is bounded by the idle timeout, and
 // abort, from another goroutine, still ends them at once.
 func (p *pool) close(abort bool) error {
 	p.cancel()
-	p.wg.Wait()
+	if abort || !p.shared {
+		p.openCancel()
+		p.wg.Wait()
+	}
+	// A shared stream still being set up is not waited for: it sees
+	// closed once it is up, and discard releases it.
 	p.mu.Lock()
 	p.closed = true
+	p.aborted = p.aborted || abort
 	conns := p.conns
 	p.mu.Unlock()
 	var g errgroup.Group
