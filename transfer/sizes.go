@@ -7,10 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"strings"
-	"syscall"
 
 	"github.com/restoresync/restoresync/transport"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
 )
 
 // RoleSizes asks the server to size each of Hello.SizePaths: the bytes
@@ -76,16 +78,27 @@ func (s *server) sizes(ctx context.Context) ([]PathSize, error) {
 		served = r
 	}
 	out := make([]PathSize, len(s.hello.SizePaths))
+	// The paths are walked a few at a time: a walk waits on the file
+	// system for every directory and inode it reads (from the disk, on a
+	// cold backup server), and the paths are independent.
+	var g errgroup.Group
+	g.SetLimit(min(max(runtime.GOMAXPROCS(0), 2), 4))
 	for i, p := range s.hello.SizePaths {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		n, files, err := s.sizeOf(ctx, served, p)
-		if err != nil {
-			out[i] = PathSize{Error: err.Error()}
-			continue
-		}
-		out[i] = PathSize{Bytes: n, Files: files}
+		g.Go(func() error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			n, files, err := s.sizeOf(ctx, served, p)
+			if err != nil {
+				out[i] = PathSize{Error: err.Error()}
+				return nil
+			}
+			out[i] = PathSize{Bytes: n, Files: files}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -146,40 +159,89 @@ func SizeOf(ctx context.Context, p string) (bytes, files int64, err error) {
 	return (&server{}).sizeOf(ctx, nil, p)
 }
 
-// sizeWalk sums the regular files of fsys, each inode once.
+// sizeWalk sums the regular files beneath the directory fsys's root,
+// each inode once.
 func sizeWalk(ctx context.Context, fsys fs.FS) (int64, int64, error) {
-	type inode struct{ dev, ino uint64 }
-	seen := map[inode]bool{}
-	var n, files int64
-	err := fs.WalkDir(fsys, ".", func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrPermission) {
-				return nil // as the walk of a restore, which reports it per entry
-			}
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if !d.Type().IsRegular() {
+	f, err := fsys.Open(".")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	dir, ok := f.(*os.File)
+	if !ok {
+		return 0, 0, fmt.Errorf("size: %T is not a directory file", f)
+	}
+	w := sizer{ctx: ctx, seen: map[sizeInode]bool{}}
+	err = w.dir(dir)
+	return w.bytes, w.files, err
+}
+
+type sizeInode struct{ dev, ino uint64 }
+
+// sizer sums regular files by directory descriptor: each subdirectory is
+// opened beneath its parent's descriptor (openat with O_NOFOLLOW, so no
+// symlink is followed and nothing outside the tree is reached: the
+// names come from the directory itself, never "..") and each file is
+// stat'ed by name in it (fstatat, AT_SYMLINK_NOFOLLOW). That is one
+// system call per entry plus a few per directory, where a walk by path
+// through an os.Root resolves every path from the top, component by
+// component: sizing 100 accounts of 420 files took 0.70 s that way.
+// A directory that cannot be read, for want of permission, is skipped,
+// as the walk of a restore reports it per entry.
+type sizer struct {
+	ctx          context.Context
+	seen         map[sizeInode]bool // inodes of files with several links
+	bytes, files int64
+}
+
+func (w *sizer) dir(d *os.File) error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	ents, err := d.ReadDir(-1)
+	if err != nil && len(ents) == 0 {
+		if errors.Is(err, fs.ErrPermission) {
 			return nil
 		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil // gone since it was listed
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
-			k := inode{uint64(st.Dev), st.Ino}
-			if seen[k] {
-				return nil
+		return err
+	}
+	fd := int(d.Fd())
+	for _, e := range ents {
+		switch t := e.Type(); {
+		case t.IsDir():
+			sfd, err := unix.Openat(fd, e.Name(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				if err == unix.EACCES || err == unix.ENOENT || err == unix.ENOTDIR || err == unix.ELOOP {
+					continue // unreadable, or gone or replaced since it was listed
+				}
+				return &fs.PathError{Op: "openat", Path: e.Name(), Err: err}
 			}
-			seen[k] = true
+			sub := os.NewFile(uintptr(sfd), e.Name())
+			err = w.dir(sub)
+			sub.Close()
+			if err != nil {
+				return err
+			}
+		case t.IsRegular():
+			var st unix.Stat_t
+			if err := unix.Fstatat(fd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				continue // gone since it was listed
+			}
+			if st.Mode&unix.S_IFMT != unix.S_IFREG {
+				continue
+			}
+			if st.Nlink > 1 {
+				k := sizeInode{uint64(st.Dev), st.Ino}
+				if w.seen[k] {
+					continue
+				}
+				w.seen[k] = true
+			}
+			w.bytes += st.Size
+			w.files++
 		}
-		n += fi.Size()
-		files++
-		return nil
-	})
-	return n, files, err
+	}
+	return nil
 }
 
 func regularSize(fi fs.FileInfo) int64 {

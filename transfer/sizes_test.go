@@ -9,7 +9,7 @@ import (
 
 // One sizes request sizes every path: a tree's regular files once each
 // (a hardlinked file once, symlinks not followed below the path, even to
-// a big file), a single file, an empty directory; a path missing or
+// a big file or a directory holding one), a single file, an empty directory; a path missing or
 // climbing out of the served root has its own error, and the others are
 // still sized. SizeOf sizes a local path the same.
 func TestSizesOneRequestManyTrees(t *testing.T) {
@@ -18,6 +18,7 @@ func TestSizesOneRequestManyTrees(t *testing.T) {
 		"home/alice/public_html/index.php": {data: []byte("<?php echo 1;")},
 		"home/alice/mail/cur/1":            {data: []byte(strings.Repeat("m", 5000))},
 		"home/alice/link":                  {symlink: "../big/blob"},
+		"home/alice/public_html/dirlink":   {symlink: "../../../big"},
 		"home/bob/a":                       {data: []byte("abc")},
 		"big/blob":                         {data: make([]byte, 1<<20)},
 	})
