@@ -128,8 +128,9 @@ func countDeleting(lines []string) (int, int) {
 // --delete deletes in a directory once its listing is complete, not at
 // the end of the walk: while the sender's walk is held after its first
 // chunk, which completes a/, a's extras are gone and b's are still
-// there. Local, and pulled with one stream (the list and the data share
-// it).
+// there. Local, pulled with one stream (the list and the data share
+// it), and pushed (the far receiver deletes as it plans each chunk), with
+// one stream and two.
 func TestChunkedDeleteBeforeWalkEnds(t *testing.T) {
 	smallChunks(t, 4)
 	src := filepath.Join(t.TempDir(), "S")
@@ -142,7 +143,7 @@ func TestChunkedDeleteBeforeWalkEnds(t *testing.T) {
 	for _, c := range []struct {
 		mode string
 		jobs int
-	}{{"local", 2}, {"pull", 1}} {
+	}{{"local", 2}, {"pull", 1}, {"push", 1}, {"push", 2}} {
 		t.Run(fmt.Sprintf("%s-%d", c.mode, c.jobs), func(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "D")
 			writeFiles(t, dst, map[string]string{"a/extra": "x", "b/extra": "y"})
@@ -187,10 +188,32 @@ func TestChunkedDeleteBeforeWalkEnds(t *testing.T) {
 // of TestChunkedRestoreMemoryBounded, which a list held whole passes
 // already at 50,000 files.
 func TestChunkedDeleteMemoryBounded(t *testing.T) {
+	deleteHeapBounded(t, "local", 24<<20, nil)
+}
+
+// A push's --delete, -n and -i do not hold the list either: the far
+// receiver deletes and itemizes each chunk as it plans it. Pushing 50,000
+// and 200,000 files with --delete, then -n -i --delete, keeps the heap
+// of both ends together under TestChunkedPushMemoryBounded's bound,
+// 48 MiB (about 30 MiB is used at either size, 7 MiB with -n), which the
+// list read whole for them went over already at 50,000 files (about
+// 65 MiB with --delete; 240 MiB at 200,000).
+func TestChunkedPushDeleteMemoryBounded(t *testing.T) {
+	deleteHeapBounded(t, "push", 48<<20, func(o *restore.Options) {
+		o.Compression = transfer.Compression{} // none: the heap measured is the list's and the streams', not a codec's
+	})
+}
+
+// deleteHeapBounded restores flat trees of 50,000 and 200,000 files in
+// mode with --delete into a DST with an extra in every directory, then
+// runs -n -i --delete on the result with one more extra, with set
+// applied to the options if not nil, and fails the test if the counts
+// or lines are not right or if a peak heap went over bound bytes.
+func deleteHeapBounded(t *testing.T, mode string, bound uint64, set func(*restore.Options)) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("restores 250,000 files twice")
 	}
-	const bound = 24 << 20
 	for _, n := range []int{50_000, 200_000} {
 		src := flatTree(t, n)
 		dst := filepath.Join(memDir(t), "D")
@@ -199,26 +222,29 @@ func TestChunkedDeleteMemoryBounded(t *testing.T) {
 			extras[fmt.Sprintf("d%04d/extra", d)] = "x"
 		}
 		writeFiles(t, dst, extras)
-		o := options("local", src, dst)
+		o := options(mode, src, dst)
+		if set != nil {
+			set(&o)
+		}
 		o.Delete = true
 		var rep *restore.Report
 		peak := peakHeapBytes(func() { rep = run(t, o) })
-		t.Logf("%d files, --delete: peak heap %.1f MiB", n, float64(peak)/(1<<20))
+		t.Logf("%s, %d files, --delete: peak heap %.1f MiB", mode, n, float64(peak)/(1<<20))
 		if rep.Files != n || rep.Deleted != len(extras) {
 			t.Errorf("%d files restored of %d, %d deleted of %d", rep.Files, n, rep.Deleted, len(extras))
 		}
 		if peak > bound {
-			t.Errorf("%d files, --delete: peak heap %.1f MiB, over the %d MiB that bounds it whatever the tree", n, float64(peak)/(1<<20), bound>>20)
+			t.Errorf("%s, %d files, --delete: peak heap %.1f MiB, over the %d MiB that bounds it whatever the tree", mode, n, float64(peak)/(1<<20), bound>>20)
 		}
 		writeFiles(t, dst, map[string]string{"d0000/again": "x"})
 		o.DryRun, o.ItemizeChanges = true, true
 		peak = peakHeapBytes(func() { rep = run(t, o) })
-		t.Logf("%d files, -n -i --delete: peak heap %.1f MiB", n, float64(peak)/(1<<20))
+		t.Logf("%s, %d files, -n -i --delete: peak heap %.1f MiB", mode, n, float64(peak)/(1<<20))
 		if want := []string{".d..t...... d0000/", "*deleting   d0000/again"}; !slices.Equal(groupLines(rep.Changes, nil), groupLines(want, nil)) {
 			t.Errorf("-n -i --delete said %q, want %q", rep.Changes, want)
 		}
 		if peak > bound {
-			t.Errorf("%d files, -n -i --delete: peak heap %.1f MiB, over the %d MiB that bounds it whatever the tree", n, float64(peak)/(1<<20), bound>>20)
+			t.Errorf("%s, %d files, -n -i --delete: peak heap %.1f MiB, over the %d MiB that bounds it whatever the tree", mode, n, float64(peak)/(1<<20), bound>>20)
 		}
 		os.RemoveAll(src)
 		os.RemoveAll(dst)

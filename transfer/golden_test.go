@@ -378,13 +378,22 @@ func goldenCases(t *testing.T) []goldenCase {
 			})), entries[:3]},
 		{"plan_chunk", framed(false, func(e *encoder) {
 			e.byte(msgPlanChunk)
+			e.byte(ChunkOptions{Delete: true, Itemize: true}.flags())
 			e.chunk(&treewalk.Chunk{Entries: entries, Leaders: goldenLeaders(entries), Closed: 1})
 		}), unframed(false, msgByte(msgPlanChunk, func(d *decoder) (any, error) {
+			if b, err := d.byte(); err != nil || b != 3 {
+				return nil, fmt.Errorf("options %#x, %v", b, err)
+			}
 			ch, err := d.chunk()
 			return listReply{ch.Entries, ch.Errors, ch.Leaders, ch.Last, ch.Closed}, err
 		})), listReply{entries, nil, goldenLeaders(entries), false, 1}},
 		{"finish_planned_paths", framed(false, func(e *encoder) { e.byte(msgFinishPlanned); e.strings([]string{"uploads/link", "uploads/"}) }),
 			unframed(false, msgByte(msgFinishPlanned, func(d *decoder) (any, error) { return d.strings() })), []string{"uploads/link", "uploads/"}},
+		{"chunk_changes_reply", framed(false, func(e *encoder) {
+			e.status(nil)
+			e.changes(Changes{Lines: []string{"*deleting   uploads/old.jpg", ">f+++++++++ uploads/new.jpg"}, Deleted: 1, Errors: sentPathErrors()})
+		}), unframed(false, okStatus(func(d *decoder) (any, error) { return d.changes() })),
+			Changes{Lines: []string{"*deleting   uploads/old.jpg", ">f+++++++++ uploads/new.jpg"}, Deleted: 1, Errors: goldenPathErrors}},
 		{"finish_reply", framed(false, func(e *encoder) { e.status(nil); e.pathErrors(sentPathErrors()) }),
 			unframed(false, okStatus(func(d *decoder) (any, error) { return d.pathErrors() })), goldenPathErrors},
 		{"delete", framed(false, func(e *encoder) { e.byte(msgDelete) }), unframed(false, msgByte(msgDelete, nil)), nil},

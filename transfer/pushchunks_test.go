@@ -22,10 +22,10 @@ func TestPlanChunksFinishPlanned(t *testing.T) {
 	leader := treewalk.Entry{Path: "a/f", Kind: treewalk.KindFile, Mode: 0o644, Size: 3}
 	link := treewalk.Entry{Path: "b", Kind: treewalk.KindFile, Mode: 0o644, Size: 3, LinkTo: "a/f"}
 	sym := treewalk.Entry{Path: "c", Kind: treewalk.KindSymlink, Mode: 0o777, LinkTarget: "b"}
-	if _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, sub, leader}, Leaders: []int{2}, Closed: 1}); err != nil {
+	if _, _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, sub, leader}, Leaders: []int{2}, Closed: 1}, ChunkOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{link, sym}, Last: true}); err != nil {
+	if _, _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{link, sym}, Last: true}, ChunkOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if errs, err := c.FinishPlanned(ctx, []string{"a", "b", "c", "."}); err != nil || len(errs) > 0 {
@@ -58,25 +58,25 @@ func TestPlanChunksRefused(t *testing.T) {
 		want string
 	}{
 		{"link to no leader", func(c *Conn) error {
-			_, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, file, {Path: "g", Kind: treewalk.KindFile, LinkTo: "f"}}})
+			_, _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, file, {Path: "g", Kind: treewalk.KindFile, LinkTo: "f"}}}, ChunkOptions{})
 			return err
 		}, `hardlink to "f"`},
 		{"finish unplanned", func(c *Conn) error {
-			if _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, file}}); err != nil {
+			if _, _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, file}}, ChunkOptions{}); err != nil {
 				return err
 			}
 			_, err := c.FinishPlanned(ctx, []string{"etc"})
 			return err
 		}, `finish of "etc"`},
 		{"finish a plain file", func(c *Conn) error {
-			if _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, file}}); err != nil {
+			if _, _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, file}}, ChunkOptions{}); err != nil {
 				return err
 			}
 			_, err := c.FinishPlanned(ctx, []string{"f"})
 			return err
 		}, `finish of "f"`},
 		{"finish twice", func(c *Conn) error {
-			if _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, file}}); err != nil {
+			if _, _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, file}}, ChunkOptions{}); err != nil {
 				return err
 			}
 			if _, err := c.FinishPlanned(ctx, []string{"."}); err != nil {
