@@ -1,6 +1,7 @@
 package restore_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path"
@@ -178,6 +179,63 @@ func TestChunkedDeleteBeforeWalkEnds(t *testing.T) {
 				t.Errorf("deleted %d, want 2", rep.Deleted)
 			}
 			assertSameTree(t, src, dst)
+		})
+	}
+}
+
+// Once the sender reports a list error, --delete deletes nothing more,
+// local, pulled and pushed alike (a push's far receiver stops at the
+// chunk the client says has one): with the walk's first chunk completing
+// a/ and b/ then vanishing from SRC before the walk reaches it, a/ loses
+// its extra, c/ and ./, complete after the error, keep theirs, DST's b/
+// is kept, the run reports b/'s error and warns once; with -i too, whose
+// lines say the one deletion.
+func TestChunkedDeleteStopsAtVanishedDir(t *testing.T) {
+	smallChunks(t, 4)
+	for _, c := range []struct {
+		mode    string
+		itemize bool
+	}{{"local", false}, {"pull", false}, {"push", false}, {"local", true}, {"pull", true}, {"push", true}} {
+		t.Run(fmt.Sprintf("%s-i=%v", c.mode, c.itemize), func(t *testing.T) {
+			src := filepath.Join(t.TempDir(), "S")
+			// The first chunk: ".", "a", "a/1", "a/2", which completes "a".
+			files := map[string]string{"a/1": "one", "a/2": "two"}
+			for i := range 6 {
+				files[fmt.Sprintf("b/%02d", i)] = "b"
+				files[fmt.Sprintf("c/%02d", i)] = "c"
+			}
+			writeFiles(t, src, files)
+			dst := filepath.Join(t.TempDir(), "D")
+			writeFiles(t, dst, map[string]string{"a/extra": "x", "b/extra": "x", "c/extra": "x", "extra": "x"})
+			treewalk.AfterChunk = func(n int) {
+				if n == 1 {
+					must(t, os.RemoveAll(filepath.Join(src, "b")))
+				}
+			}
+			t.Cleanup(func() { treewalk.AfterChunk = nil })
+			o := options(c.mode, src, dst)
+			o.Jobs, o.Delete, o.ItemizeChanges = 1, true, c.itemize
+			var warned []string
+			o.Warnf = func(f string, a ...any) { warned = append(warned, fmt.Sprintf(f, a...)) }
+			rep, err := restore.Run(context.Background(), o)
+			treewalk.AfterChunk = nil
+			if err != nil {
+				t.Fatal(err)
+			}
+			for p, want := range map[string]bool{"a/extra": false, "b/extra": true, "c/extra": true, "extra": true, "c/05": true} {
+				if _, err := os.Lstat(filepath.Join(dst, p)); (err == nil) != want {
+					t.Errorf("%s: exists %v, want %v", p, err == nil, want)
+				}
+			}
+			if rep.Deleted != 1 || len(rep.Errors) != 1 || !strings.HasPrefix(rep.Errors[0].Path, "b") {
+				t.Errorf("deleted %d, errors %+v; want 1 deleted, b's one error", rep.Deleted, rep.Errors)
+			}
+			if n := len(slices.DeleteFunc(slices.Clone(warned), func(w string) bool { return !strings.Contains(w, "nothing deleted") })); n != 1 {
+				t.Errorf("warnings %q, want one that nothing more is deleted", warned)
+			}
+			if d, _ := countDeleting(rep.Changes); c.itemize && (d != 1 || !slices.Contains(rep.Changes, "*deleting   a/extra")) {
+				t.Errorf("-i said %q, want a/extra's deletion only", rep.Changes)
+			}
 		})
 	}
 }
