@@ -110,3 +110,26 @@ func (d *decoder) changes() (Changes, error) {
 	c.Errors, err = d.pathErrors()
 	return c, err
 }
+
+func (e *encoder) strings(list []string) {
+	e.uvarint(uint64(len(list)))
+	for _, s := range list {
+		e.str(s)
+	}
+}
+
+func (d *decoder) strings() ([]string, error) {
+	n, err := d.count()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, min(n, 1<<10))
+	for range n {
+		s, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}

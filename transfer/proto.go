@@ -252,10 +252,10 @@ const (
 	msgCommit   byte = 5  // push: an entry whose blocks are all written; reply: error text
 	msgFinish   byte = 6  // push: bool "the planned list", else entries; reply: finish errors
 	msgBye      byte = 7  // end of session; no reply
-	msgDelete   byte = 8  // push: delete what the planned list lacks; reply: deleted paths, errors
-	msgItemize  byte = 9  // push: bool delete, entries; reply: itemized change lines, per-entry errors
 	msgStats    byte = 10 // what the server's frames carried so far; reply: FrameStats (framestats.go)
 	msgRate     byte = 11 // pull: frame bytes received and microseconds since the handshake, on the client's clock; no reply
+	// 8 and 9 were a push's --delete and --itemize-changes on a whole
+	// list, until protocol 9 (msgPlanChunk's ChunkOptions).
 	// push, a list streamed in chunks (pushchunks.go):
 	msgPlanChunk     byte = 12 // options byte, the next chunk: last, entries, no errors, leaders, closed; reply: changes when the options ask for any, then, unless a dry run, as msgFileList's
 	msgFinishPlanned byte = 13 // paths of planned entries to finish, in order; reply: finish errors
