@@ -76,8 +76,10 @@ type pushSession struct {
 	// streamed in chunks): no worker pipelines on it; plan, finish and
 	// commit use it whenever they need to, and the producer moves a
 	// batch on it, one request at a time under mu, when no other stream
-	// is free. Without it (the list read whole), the workers pipeline on
-	// stream 0 too and the commits wait until the end (deferCommits).
+	// is free. runSession sets it for every push (its --delete, -n and
+	// -i stream too); without it (a list sent whole with Plan and
+	// Finish), the workers would pipeline on stream 0 too and the
+	// commits wait until the end (deferCommits).
 	control bool
 	mu      sync.Mutex // stream 0's requests, with control
 }
