@@ -115,6 +115,41 @@ func TestChunkedDeleteMatchesRsync(t *testing.T) {
 	}
 }
 
+// A push's -n -i --delete and -i --delete give a pull's lines in a
+// pull's order, line for line (but '<' for the data a push sends where a
+// pull says '>'), on a list of many chunks: the far receiver deletes and
+// itemizes each chunk as the pull's writer does.
+func TestChunkedPushLinesArePulls(t *testing.T) {
+	smallChunks(t, 3)
+	src, extras := deleteTree(t)
+	lines := map[string][2][]string{}
+	for _, mode := range []string{"pull", "push"} {
+		dst := filepath.Join(t.TempDir(), "D")
+		o := options(mode, src, dst)
+		run(t, o)
+		writeFiles(t, dst, extras)
+		touchDirs(t, dst)
+		o.DryRun, o.ItemizeChanges, o.Delete = true, true, true
+		dry := run(t, o).Changes
+		o.DryRun = false
+		real := run(t, o).Changes
+		for _, l := range [][]string{dry, real} {
+			for i := range l {
+				if strings.HasPrefix(l[i], "<") {
+					l[i] = ">" + l[i][1:]
+				}
+			}
+		}
+		lines[mode] = [2][]string{dry, real}
+	}
+	for i, what := range []string{"-n -i --delete", "-i --delete"} {
+		pull, push := lines["pull"][i], lines["push"][i]
+		if len(pull) == 0 || !slices.Equal(push, pull) {
+			t.Errorf("%s, pushed:\n  %q\npulled:\n  %q", what, push, pull)
+		}
+	}
+}
+
 // countDeleting counts the "*deleting" lines of lines.
 func countDeleting(lines []string) (int, int) {
 	n := 0
