@@ -222,7 +222,7 @@ func TestChunksClosed(t *testing.T) {
 // parts: parts of two bases giving the same paths (files, directories,
 // a file against a directory), a hardlink whose members are in different
 // parts and one whose walk leader loses its path, implied directories and
-// roots, a part below another, a filter, and parts that cannot be listed
+// roots, a part below another and one above another, a filter, and parts that cannot be listed
 // (missing, below a file), whose errors are WalkParts' too.
 func TestWalkPartsChunksMergeIsWalkParts(t *testing.T) {
 	b1, b2 := chunkTree(t), t.TempDir()
@@ -258,6 +258,7 @@ func TestWalkPartsChunksMergeIsWalkParts(t *testing.T) {
 	}{
 		"two bases":                  {[]Part{{Base: r2, Rel: "."}, {Base: r1, Rel: "."}}, nil},
 		"two bases, the other first": {[]Part{{Base: r1, Rel: "."}, {Base: r2, Rel: "."}}, nil},
+		"a part, then its base":      {[]Part{{Base: r1, Rel: "d2/s1"}, {Base: r2, Rel: "d0", ImpliesRoot: true}, {Base: r1, Rel: "."}, {Base: r1, Rel: "d4"}}, nil},
 		"files-from": {[]Part{{Base: r1, Rel: "d5/s1/link"}, {Base: r1, Rel: "d0", ImpliesRoot: true}, {Base: r1, Rel: "d0/s0"},
 			{Base: r1, Rel: "gone"}, {Base: r1, Rel: "sym/in"}, {Base: r1, Rel: "d3", ImpliesRoot: true}, {Base: r1, Rel: "d4/s0/link"}}, nil},
 		"mixed, filtered": {[]Part{{Base: r1, Rel: "d0"}, {Base: r2, Rel: "d0"}, {Base: r2, Rel: "zz/a", ImpliesRoot: true},
