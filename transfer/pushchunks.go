@@ -16,7 +16,12 @@ import (
 // entries that finishing acts on until they are finished (symlinks,
 // special files, hardlinks, the leaders of hardlink groups, and the
 // directories), so its memory does not grow with the tree; a path to
-// finish that it does not hold ends the stream (ErrProtocol).
+// finish that it does not hold ends the stream (ErrProtocol). Since
+// protocol 9 each chunk also says what --delete, --dry-run and
+// --itemize-changes ask of it (ChunkOptions), which the receiver does on
+// its sink (a ChunkChanger) before it plans the chunk, answering with the
+// chunk's changes; a dry run's chunks are not planned and nothing of
+// them is held.
 
 // pushChunks is the receiver's state of a push's list streamed in chunks.
 type pushChunks struct {
