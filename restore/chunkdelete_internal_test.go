@@ -65,7 +65,7 @@ func TestChunkedDeleteStopsAtListError(t *testing.T) {
 	rep := &Report{}
 	ctx := context.Background()
 	tr := newTracker(ctx, s, rep, nil)
-	if err := newChunkRun(s, o, rep, tr, src, true).run(ctx); err != nil {
+	if err := newChunkRun(s, o, rep, tr, src).run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for p, want := range map[string]bool{"a/extra": false, "b/extra": true, "extra": true, "a/s": true, "c": true} {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -53,13 +52,6 @@ type chunkRun struct {
 	tr  *tracker
 	ob  *observer
 	src chunkSource
-	// early finishes each chunk as described; without it (a list read
-	// whole: a push, --delete, -i) runSession finishes the whole list
-	// at the end, as Finish always did.
-	early bool
-	// afterPlan, when not nil, runs once after the first chunk's plan
-	// (--delete on a list read whole).
-	afterPlan func() error
 	// listing is closed once the last chunk is read, when the list is
 	// read on stream 0 (runStreams); nil otherwise. When stream 0 is a
 	// push's control stream (reserve0), it is never closed: no worker
@@ -68,20 +60,17 @@ type chunkRun struct {
 	listing  chan struct{}
 	reserve0 bool
 
-	open []openDir // the directories being listed, outermost first
-	// closed collects the directories that track closes, for the
-	// producer's deletions (with --delete).
-	closed []openDir
-	// w is the session's writer when it is in this process (local,
-	// pull), which deletes and itemizes chunk by chunk; nil otherwise.
-	w *dest.Writer
-	// itz itemizes chunk by chunk (--dry-run, --itemize-changes).
-	itz *dest.Itemizer
-	// del says that --delete deletes (or a dry run says it would):
-	// until the sender reports a list error, after which nothing more
-	// is deleted, as rsync does.
-	del     bool
-	seen    int  // the directories listed so far: openDir.seq
+	open []treewalk.Entry // the directories being listed, outermost first
+	// co is what --delete, --dry-run and --itemize-changes ask of each
+	// chunk (nothing: the zero value); co.Delete is cleared once the
+	// sender reports a list error, after which nothing more is
+	// deleted, as rsync does.
+	co transfer.ChunkOptions
+	// changes does what co asks on the session's writer when it is in
+	// this process (local, pull); a push's receiver does it on the far
+	// side with the same code (dest.Writer.ChunkChanges), as it plans
+	// each chunk (pushSession.planChunk).
+	changes transfer.ListChanges
 	started bool // the progress has its first totals
 	growing bool // the progress is a ListProgress
 
@@ -92,8 +81,8 @@ type chunkRun struct {
 	proKick chan struct{} // wakes the producer: a chunk finished, a retry
 }
 
-func newChunkRun(s session, o Options, rep *Report, tr *tracker, src chunkSource, early bool) *chunkRun {
-	r := &chunkRun{s: s, o: o, rep: rep, tr: tr, ob: o.ob, src: src, early: early,
+func newChunkRun(s session, o Options, rep *Report, tr *tracker, src chunkSource) *chunkRun {
+	r := &chunkRun{s: s, o: o, rep: rep, tr: tr, ob: o.ob, src: src,
 		finKick: make(chan struct{}, 1), proKick: make(chan struct{}, 1)}
 	if ps, ok := s.(*pushSession); ok && ps.control {
 		r.reserve0 = true
@@ -101,29 +90,18 @@ func newChunkRun(s session, o Options, rep *Report, tr *tracker, src chunkSource
 	if src.onStream0() || r.reserve0 {
 		r.listing = make(chan struct{})
 	}
-	if early {
-		switch ls := s.(type) {
-		case *localSession:
-			r.w = ls.w
-		case *pullSession:
-			r.w = ls.w
-		}
+	r.co = transfer.ChunkOptions{Delete: o.Delete, Itemize: o.DryRun || o.ItemizeChanges, DryRun: o.DryRun}
+	var w *dest.Writer
+	switch ls := s.(type) {
+	case *localSession:
+		w = ls.w
+	case *pullSession:
+		w = ls.w
 	}
-	if r.w != nil && (o.DryRun || o.ItemizeChanges) {
-		r.itz = r.w.NewItemizer()
+	if w != nil && r.co != (transfer.ChunkOptions{}) {
+		r.changes = w.ChunkChanges(r.co)
 	}
-	r.del = o.Delete && r.w != nil
 	return r
-}
-
-// openDir is a directory of the list whose listing has not ended: its
-// entry, its place in the list among the directories (seq), and, with
-// --delete, the names listed directly in it (all that its deletion
-// keeps), so that a directory's names are held only while it is listed.
-type openDir struct {
-	e     treewalk.Entry
-	seq   int
-	names map[string]bool
 }
 
 // kick wakes the goroutine that waits on ch, if it waits.
@@ -229,33 +207,39 @@ func (r *chunkRun) settle(ctx context.Context, emit func(*batch) error, max int)
 // chunk books, plans and hands out one chunk.
 func (r *chunkRun) chunk(ctx context.Context, ch treewalk.Chunk, emit func(*batch) error) error {
 	cs := &chunkState{}
-	if r.early {
-		r.track(cs, &ch)
-	}
+	r.track(cs, &ch)
 	r.tr.mu.Lock()
 	r.rep.addList(treewalk.List{Entries: ch.Entries, Errors: ch.Errors})
 	r.tr.mu.Unlock()
-	if err := r.deleteAndItemize(ctx, &ch); err != nil {
-		return err
-	}
-	if r.o.DryRun {
-		return nil // nothing planned, moved or finished
+	if r.co.Delete && len(ch.Errors) > 0 {
+		r.co.Delete = false
+		if r.o.Warnf != nil {
+			r.o.Warnf("the file list has errors: nothing deleted from here on (as rsync does)")
+		}
 	}
 	var plan transfer.PlanResult
+	var chg transfer.Changes
 	var err error
 	if ps, ok := r.s.(*pushSession); ok && r.reserve0 {
-		plan, err = ps.planChunk(ctx, &ch)
-	} else {
-		plan, err = r.s.plan(ctx, ch.Entries)
-	}
-	if err != nil {
-		return fmt.Errorf("plan: %w", err)
-	}
-	if f := r.afterPlan; f != nil {
-		r.afterPlan = nil
-		if err := f(); err != nil {
-			return err
+		plan, chg, err = ps.planChunk(ctx, &ch, r.co)
+		if err != nil {
+			return fmt.Errorf("plan: %w", err)
 		}
+	} else {
+		if r.changes != nil {
+			if chg, err = r.changes.Chunk(ctx, &ch, len(ch.Errors) > 0); err != nil {
+				return err
+			}
+		}
+		if !r.o.DryRun {
+			if plan, err = r.s.plan(ctx, ch.Entries); err != nil {
+				return fmt.Errorf("plan: %w", err)
+			}
+		}
+	}
+	r.bookChanges(chg, ch.Entries)
+	if r.o.DryRun {
+		return nil // nothing planned, moved or finished
 	}
 	dataFiles := 0
 	for i := range ch.Entries {
@@ -306,28 +290,12 @@ func (r *chunkRun) track(cs *chunkState, ch *treewalk.Chunk) {
 	}
 	for i := range ch.Entries {
 		e := &ch.Entries[i]
-		for len(r.open) > 0 && !treewalk.IsUnder(e.Path, r.open[len(r.open)-1].e.Path) {
+		for len(r.open) > 0 && !treewalk.IsUnder(e.Path, r.open[len(r.open)-1].Path) {
 			r.closeDir(cs)
-		}
-		if r.del && len(r.open) > 0 {
-			top := &r.open[len(r.open)-1]
-			rel := e.Path
-			if top.e.Path != "." {
-				rel = e.Path[len(top.e.Path)+1:]
-			}
-			// The first name below the directory: an entry listed
-			// without its parent keeps that parent in its place.
-			name, _, _ := strings.Cut(rel, "/")
-			top.names[name] = true
 		}
 		switch {
 		case e.Kind == treewalk.KindDir:
-			d := openDir{e: *e, seq: r.seen}
-			r.seen++
-			if r.del {
-				d.names = map[string]bool{}
-			}
-			r.open = append(r.open, d)
+			r.open = append(r.open, *e)
 		case e.Kind != treewalk.KindFile || e.LinkTo != "" || linked[e.Path]:
 			cs.entries = append(cs.entries, *e)
 		}
@@ -341,89 +309,33 @@ func (r *chunkRun) track(cs *chunkState, ch *treewalk.Chunk) {
 	}
 }
 
-// deleteAndItemize does, for a chunk just tracked and before its plan,
-// what --delete, --dry-run and --itemize-changes ask of it: in each
-// directory whose listing the chunk ends, in list order, it deletes what
-// the list lacks (dest.Writer.DeleteIn; a dry run only lists it), unless
-// the sender has reported a list error in this chunk or an earlier one
-// (then nothing more is deleted, as rsync's "IO error encountered --
-// skipping file deletion"); then it itemizes the chunk's entries. The
-// lines go into the report, the deletions first, as rsync lists a
-// directory's deletions before its entries. Its error is run-fatal.
-func (r *chunkRun) deleteAndItemize(ctx context.Context, ch *treewalk.Chunk) error {
-	closed := r.closed
-	r.closed = nil
-	if r.del && len(ch.Errors) > 0 {
-		r.del = false
-		closed = nil
-		if r.o.Warnf != nil {
-			r.o.Warnf("the file list has errors: nothing deleted from here on (as rsync does)")
-		}
-	}
-	slices.SortFunc(closed, func(a, b openDir) int { return a.seq - b.seq })
-	var lines []string
-	var errs []*treewalk.PathError
-	deleted := 0
-	for _, d := range closed {
-		var del []string
-		var err error
-		if r.o.DryRun {
-			del, err = r.w.ItemizeDeletesIn(ctx, d.e.Path, d.names)
-		} else {
-			var perItem []*treewalk.PathError
-			del, perItem, err = r.w.DeleteIn(ctx, d.e.Path, d.names)
-			errs = append(errs, perItem...)
-			if r.itz != nil {
-				for i, p := range del {
-					del[i] = "*deleting   " + p
-				}
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("delete: %w", err)
-		}
-		deleted += len(del)
-		if r.itz != nil {
-			lines = append(lines, del...)
-		}
-	}
-	if r.itz != nil {
-		more, perItem, err := r.itz.Lines(ctx, ch.Entries, ch.Leaders)
-		if err != nil {
-			return fmt.Errorf("itemize: %w", err)
-		}
-		lines = append(lines, more...)
-		if r.o.DryRun {
-			errs = append(errs, perItem...) // a real run reports them when it writes them
-		}
-	}
+// bookChanges puts what --delete, --dry-run and --itemize-changes did
+// on a chunk of entries into the report: the deletions and errors, the
+// change lines and their entries.
+func (r *chunkRun) bookChanges(chg transfer.Changes, entries []treewalk.Entry) {
 	r.tr.mu.Lock()
 	defer r.tr.mu.Unlock()
-	r.rep.Deleted += deleted
-	for _, pe := range errs {
+	r.rep.Deleted += chg.Deleted
+	for _, pe := range chg.Errors {
 		r.rep.addError(pe.Path, pe.Err)
 	}
-	if r.itz != nil {
+	if r.co.Itemize {
 		if r.rep.Changes == nil {
 			r.rep.Changes = []string{}
 		}
-		r.rep.Changes = append(r.rep.Changes, lines...)
-		r.rep.ChangeEntries = append(r.rep.ChangeEntries, changeEntries(lines, ch.Entries)...)
+		r.rep.Changes = append(r.rep.Changes, chg.Lines...)
+		r.rep.ChangeEntries = append(r.rep.ChangeEntries, changeEntries(chg.Lines, entries)...)
 	}
 	if r.o.DryRun {
 		r.rep.DryRun = true
 	}
-	return nil
 }
 
 // closeDir moves the innermost directory being listed to cs's.
 func (r *chunkRun) closeDir(cs *chunkState) {
 	last := len(r.open) - 1
-	cs.dirs = append(cs.dirs, r.open[last].e)
-	if r.del {
-		r.closed = append(r.closed, r.open[last])
-	}
-	r.open[last] = openDir{}
+	cs.dirs = append(cs.dirs, r.open[last])
+	r.open[last] = treewalk.Entry{}
 	r.open = r.open[:last]
 }
 
@@ -487,9 +399,6 @@ func (r *chunkRun) finisher(ctx context.Context) error {
 // special files, then its directories, deepest first (Finish takes the
 // directories of its list in reverse).
 func (r *chunkRun) finish(ctx context.Context, cs *chunkState) error {
-	if !r.early {
-		return nil
-	}
 	entries := cs.entries
 	for _, d := range slices.Backward(cs.dirs) {
 		entries = append(entries, d)

@@ -296,3 +296,42 @@ func restoreHeapBounded(t *testing.T, what string, bound uint64, mode string, se
 		os.RemoveAll(dst)
 	}
 }
+
+// Several SRCs are merged as they are walked: restoring two SRCs of
+// 25,000 and then of 100,000 files each (local → local, the walks, the
+// merge and the writer in this process) keeps the heap under the bound
+// of TestChunkedRestoreMemoryBounded, 24 MiB (about 12 MiB is used at
+// either size), which the merge of the whole walks went over already at
+// 25,000 files a SRC (about 46 MiB; 168 MiB at 100,000).
+func TestChunkedMergeMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("restores 250,000 files")
+	}
+	const bound = 24 << 20
+	for _, n := range []int{25_000, 100_000} {
+		var srcs []string
+		for _, name := range []string{"one", "two"} {
+			src := flatTree(t, n)
+			named := filepath.Join(filepath.Dir(src), name)
+			must(t, os.Rename(src, named))
+			srcs = append(srcs, named)
+		}
+		dst := filepath.Join(memDir(t), "D")
+		o := options("local", srcs[0], dst)
+		o.MoreSrc = srcs[1:]
+		var rep *restore.Report
+		peak := peakHeapBytes(func() { rep = run(t, o) })
+		t.Logf("2 SRCs of %d files: peak heap %.1f MiB", n, float64(peak)/(1<<20))
+		if rep.Files != 2*n {
+			t.Errorf("%d files restored of %d", rep.Files, 2*n)
+		}
+		if peak > bound {
+			t.Errorf("2 SRCs of %d files: peak heap %.1f MiB, over the %d MiB that bounds it whatever the tree", n, float64(peak)/(1<<20), bound>>20)
+		}
+		for _, src := range srcs {
+			assertSameTree(t, src, filepath.Join(dst, filepath.Base(src)))
+			os.RemoveAll(src)
+		}
+		os.RemoveAll(dst)
+	}
+}

@@ -30,13 +30,12 @@
 //	        finisher, per chunk in order  once its batches and the earlier
 //	          s.finish(links, dirs)       chunks' are done: links, specials, the
 //	                                      directories whose listing has ended
-//	        --delete, -n, -i, per chunk:  deleteAndItemize: dest.Writer.DeleteIn
-//	                                      in each directory the chunk completes
+//	        --delete, -n, -i, per chunk,  dest.Writer.ChunkChanges: DeleteIn in
+//	          before its plan             each directory the chunk completes
 //	                                      (none after a list error), then
-//	                                      dest.Itemizer.Lines
-//	      (push with --delete, -n, -i:    the list read whole first: itemize,
-//	       whole list)                    s.delete after the plan, one chunk,
-//	                                      s.finish(list) at the end
+//	                                      dest.Itemizer.Lines; a push's far
+//	                                      receiver runs the same as it plans
+//	                                      (Conn.PlanChunk's ChunkOptions)
 //	      tracker.commitDeferred          push: split files' commits
 //	    s.close                           goodbye on every stream
 //
@@ -46,10 +45,9 @@
 // rsync's quick check on the receiver chunk by chunk, and meanwhile the
 // contents over parallel streams (-j, SSH connections to the remote
 // agent): pull, push or local → local; memory does not grow with the tree
-// (a push too, planning and finishing each chunk on the receiver, but a
-// push with --delete, -n or -i reads the list whole first); --delete
-// deletes in each directory once its listing is complete (rsync's
-// --delete-during). Over a network, a file DST holds in
+// (a push too, planning, deleting, itemizing and finishing each chunk on
+// the receiver); --delete deletes in each directory once its listing is
+// complete (rsync's --delete-during). Over a network, a file DST holds in
 // another version travels as a delta against that copy (the rsync
 // algorithm of Tridgell and Mackerras, delta/signature.go), rebuilt and
 // checked against the sender's hash before its rename; a delta that fails is sent again whole in the same run. It

@@ -104,60 +104,25 @@ func openSession(ctx context.Context, o Options, sel selection, src, dst transpo
 // file list as the sender walks it (chunkRun): for each chunk, delete
 // and itemize what --delete, --dry-run and -i ask (in each directory
 // whose listing the chunk ends, as rsync's --delete-during; nothing more
-// once the sender has reported a list error), plan it (quick check,
+// once the sender has reported a list error; a push's receiver does it
+// on the far side as it plans the chunk), plan it (quick check,
 // signatures), move the needed data over the streams (runStreams) and,
 // once its data is placed, finish it (links, special files, the
 // directories whose listing has ended); failed deltas go again whole
-// meanwhile; then commit deferred split files. A push, which plans and
-// finishes on a stream its workers use, reads the list whole first,
-// itemizes and deletes on it, plans it as one chunk and finishes it at
-// the end. Per-file failures go into rep; the error returned ends the
-// run.
+// meanwhile; then commit deferred split files. Per-file failures go
+// into rep; the error returned ends the run.
 func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 	src := s.listChunks(ctx)
 	defer src.close()
-	push, _ := s.(*pushSession)
-	whole := push != nil && (o.Delete || o.DryRun || o.ItemizeChanges)
-	if push != nil {
-		push.control = !whole
-	}
-	var list treewalk.List
-	var afterPlan func() error
-	if whole {
-		var err error
-		if list, err = collectChunks(ctx, src); err != nil {
-			return fmt.Errorf("file list: %w", err)
-		}
-		entries := list.Entries
-		del := deleteAllowed(o, list)
-		if o.DryRun {
-			rep.addList(list)
-		}
-		if done, err := itemizeList(ctx, o, rep, list, del, s.itemize); done || err != nil {
-			return err
-		}
-		if del {
-			afterPlan = func() error {
-				deleted, errs, err := s.delete(ctx, entries)
-				if err != nil {
-					return fmt.Errorf("delete: %w", err)
-				}
-				rep.Deleted = len(deleted)
-				for _, pe := range errs {
-					rep.addError(pe.Path, pe.Err)
-				}
-				return nil
-			}
-		}
-		src = &wholeList{list: list}
+	if push, ok := s.(*pushSession); ok {
+		push.control = true
 	}
 	if _, local := s.(*localSession); !local {
 		o.ob.wire(s.wireBytes)
 	}
 	tr := newTracker(ctx, s, rep, nil)
 	tr.ob = o.ob
-	r := newChunkRun(s, o, rep, tr, src, !whole)
-	r.afterPlan = afterPlan
+	r := newChunkRun(s, o, rep, tr, src)
 	if err := r.run(ctx); err != nil {
 		return err
 	}
@@ -169,21 +134,7 @@ func runSession(ctx context.Context, s session, o Options, rep *Report) error {
 	if err := tr.commitDeferred(); err != nil {
 		return err
 	}
-	if whole {
-		errs, err := s.finish(ctx, list.Entries)
-		if err != nil {
-			return fmt.Errorf("finish: %w", err)
-		}
-		for _, pe := range errs {
-			rep.addError(pe.Path, pe.Err)
-		}
-	}
 	return ctx.Err()
-}
-
-// collectChunks reads every chunk of src into one list.
-func collectChunks(ctx context.Context, src chunkSource) (treewalk.List, error) {
-	return treewalk.CollectChunks(func() (treewalk.Chunk, error) { return src.next(ctx) })
 }
 
 // deleteAllowed reports whether --delete may delete on list: not when the

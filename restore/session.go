@@ -28,14 +28,6 @@ type session interface {
 	// plan gives the list to the writer and returns what it needs (the
 	// entries it could not plan in its Errors).
 	plan(ctx context.Context, entries []treewalk.Entry) (plan transfer.PlanResult, err error)
-	// itemize returns the writer's change lines for entries (deletions
-	// too with del) and the entries a restore could not change (a
-	// non-empty directory in the way without --force); nothing is
-	// written.
-	itemize(ctx context.Context, entries []treewalk.Entry, del bool) (lines []string, perItem []*treewalk.PathError, err error)
-	// delete removes what the planned list lacks, within the scope, and
-	// returns the paths deleted and those that could not be.
-	delete(ctx context.Context, entries []treewalk.Entry) (deleted []string, perItem []*treewalk.PathError, err error)
 	// streams delivers the indices of the streams as they become usable
 	// (remote streams are dialed in the background), stream 0 at once; it
 	// is closed when no more will come.
@@ -78,14 +70,6 @@ func (s *localSession) listChunks(ctx context.Context) chunkSource {
 
 func (s *localSession) plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error) {
 	return s.w.Plan(ctx, entries)
-}
-
-func (s *localSession) itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, []*treewalk.PathError, error) {
-	return s.w.Itemize(ctx, entries, del)
-}
-
-func (s *localSession) delete(ctx context.Context, entries []treewalk.Entry) ([]string, []*treewalk.PathError, error) {
-	return s.w.Delete(ctx, entries)
 }
 
 func (s *localSession) streams() <-chan int {
@@ -158,22 +142,6 @@ type walkChunks struct{ c *treewalk.Chunks }
 func (w walkChunks) next(context.Context) (treewalk.Chunk, error) { return w.c.Next() }
 func (w walkChunks) onStream0() bool                              { return false }
 func (w walkChunks) close()                                       { w.c.Close() }
-
-// wholeList is a list already read, as one chunk.
-type wholeList struct {
-	list treewalk.List
-	done bool
-}
-
-func (w *wholeList) next(context.Context) (treewalk.Chunk, error) {
-	if w.done {
-		return treewalk.Chunk{}, io.EOF
-	}
-	w.done = true
-	return treewalk.Chunk{Entries: w.list.Entries, Errors: w.list.Errors, Last: true}, nil
-}
-func (w *wholeList) onStream0() bool { return false }
-func (w *wholeList) close()          {}
 
 // ctxReader ends a local copy at its next read once ctx is done.
 type ctxReader struct {

@@ -33,14 +33,6 @@ func (s *pullSession) plan(ctx context.Context, entries []treewalk.Entry) (trans
 	return s.w.Plan(ctx, entries)
 }
 
-func (s *pullSession) itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, []*treewalk.PathError, error) {
-	return s.w.Itemize(ctx, entries, del)
-}
-
-func (s *pullSession) delete(ctx context.Context, entries []treewalk.Entry) ([]string, []*treewalk.PathError, error) {
-	return s.w.Delete(ctx, entries)
-}
-
 func (s *pullSession) streams() <-chan int { return s.p.streams() }
 
 func (s *pullSession) runStream(ctx context.Context, i int, batches <-chan *batch, done func(*batch, []error) error) error {
@@ -84,8 +76,10 @@ type pushSession struct {
 	// streamed in chunks): no worker pipelines on it; plan, finish and
 	// commit use it whenever they need to, and the producer moves a
 	// batch on it, one request at a time under mu, when no other stream
-	// is free. Without it (the list read whole), the workers pipeline on
-	// stream 0 too and the commits wait until the end (deferCommits).
+	// is free. runSession sets it for every push (its --delete, -n and
+	// -i stream too); without it (a list sent whole with Plan and
+	// Finish), the workers would pipeline on stream 0 too and the
+	// commits wait until the end (deferCommits).
 	control bool
 	mu      sync.Mutex // stream 0's requests, with control
 }
@@ -100,8 +94,7 @@ func (s *pushSession) lock0() func() {
 	return s.mu.Unlock
 }
 
-// listChunks: the local walk, chunk by chunk; runSession reads it whole
-// first for --delete, -n and -i, whose receiver side takes a whole list.
+// listChunks: the local walk, chunk by chunk.
 func (s *pushSession) listChunks(ctx context.Context) chunkSource {
 	return walkChunks{s.src.ListChunks(ctx)}
 }
@@ -109,23 +102,6 @@ func (s *pushSession) listChunks(ctx context.Context) chunkSource {
 func (s *pushSession) plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error) {
 	defer s.lock0()()
 	return s.p.conn(0).Plan(ctx, entries)
-}
-
-// itemize returns the receiver's change lines, with '<' where the data of
-// a file is sent: rsync's first letter says the direction, '>' received
-// (local, pull), '<' sent to the remote side (push).
-func (s *pushSession) itemize(ctx context.Context, entries []treewalk.Entry, del bool) ([]string, []*treewalk.PathError, error) {
-	lines, errs, err := s.p.conn(0).Itemize(ctx, entries, del)
-	for i, l := range lines {
-		if strings.HasPrefix(l, ">") {
-			lines[i] = "<" + l[1:]
-		}
-	}
-	return lines, errs, err
-}
-
-func (s *pushSession) delete(ctx context.Context, entries []treewalk.Entry) ([]string, []*treewalk.PathError, error) {
-	return s.p.conn(0).Delete(ctx)
 }
 
 func (s *pushSession) streams() <-chan int { return s.p.streams() }
@@ -192,10 +168,19 @@ func (s *pushSession) commit(ctx context.Context, e *treewalk.Entry) (itemErr, e
 func (s *pushSession) deferCommits() bool { return !s.control }
 
 // planChunk plans the next chunk of a list streamed in chunks on the
-// receiver, which checks it as a part of the list (Conn.PlanChunk).
-func (s *pushSession) planChunk(ctx context.Context, ch *treewalk.Chunk) (transfer.PlanResult, error) {
+// receiver, which checks it as a part of the list and first does what co
+// asks of it (Conn.PlanChunk); the change lines say '<' where the data of
+// a file is sent: rsync's first letter says the direction, '>' received
+// (local, pull), '<' sent to the remote side (push).
+func (s *pushSession) planChunk(ctx context.Context, ch *treewalk.Chunk, co transfer.ChunkOptions) (transfer.PlanResult, transfer.Changes, error) {
 	defer s.lock0()()
-	return s.p.conn(0).PlanChunk(ctx, ch)
+	plan, chg, err := s.p.conn(0).PlanChunk(ctx, ch, co)
+	for i, l := range chg.Lines {
+		if strings.HasPrefix(l, ">") {
+			chg.Lines[i] = "<" + l[1:]
+		}
+	}
+	return plan, chg, err
 }
 
 // finish: with a list streamed in chunks, the receiver holds the planned

@@ -11,12 +11,12 @@
 //	pull: lr := c.ListChunks()          // the sender's file list, chunk by chunk:
 //	      lr.Next(ctx)                 // treewalk.Chunk (or c.List: them all)
 //	      c.SendRead(items); c.RecvRead(ctx, items, w)  // pipelined item data into restore's writer
-//	push: c.PlanChunk(ctx, &chunk)     // each chunk of the client's walk (protocol 8): what
-//	                                   // the receiver needs, with its signatures
+//	push: c.PlanChunk(ctx, &chunk, o)  // each chunk of the client's walk (protocol 8): what
+//	                                   // the receiver needs, with its signatures, after
+//	                                   // --delete, -n, -i on it (ChunkOptions, protocol 9)
 //	      c.SendWrite(...); c.RecvWrite(items); c.Commit(ctx, e)
 //	      c.FinishPlanned(ctx, paths)  // planned entries finished, named by path
-//	      (or c.Plan(ctx, entries) ... c.Finish(ctx, entries): a whole list, for --delete, -n, -i)
-//	      c.Delete(ctx); c.Itemize(ctx, entries, del)  // --delete, --itemize-changes
+//	      (or c.Plan(ctx, entries) ... c.Finish(ctx, entries): a whole list)
 //	c.Close()                          // goodbye; Abort tears the stream down without one
 //	c.Release()                        // protocol 8, a session on a shared SSH connection:
 //	                                   // end of session (msgNext), the agent kept for the
@@ -117,9 +117,10 @@
 // metadata on the wire; sigcodec.go — a signature's wire form;
 // deltasend.go — a delta item's op stream; itemdata.go — item data and
 // its readers; selection.go — SourceRoot; server.go — Serve and the
-// sender and receiver roles; selectconn.go — --delete and
-// --itemize-changes on the receiver; pushchunks.go — a push's list
+// sender and receiver roles; pushchunks.go — a push's list
 // planned and finished chunk by chunk (PlanChunk, FinishPlanned);
+// chunkchanges.go — ChunkOptions, Changes, ChunkChanger: --delete,
+// --dry-run and --itemize-changes of each chunk on the receiver;
 // source.go — LocalSource, a local tree as a sender, and its read batches
 // (each directory of a read request resolved once, its files opened by
 // name beneath it); tarsend.go — the tar sender role; taracl.go — ACLs

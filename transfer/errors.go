@@ -60,7 +60,7 @@ var ErrACLText = errors.New("malformed ACL text")
 var errHelloFields = errors.New("the peers' versions differ")
 
 // errNoSelection is told to a client whose receiver cannot delete or
-// itemize.
+// itemize (a Sink that is not a ChunkChanger).
 var errNoSelection = errors.New("this receiver cannot delete or itemize")
 
 // ErrDeltaFailed is an item error: a delta could not be applied (the

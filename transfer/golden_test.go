@@ -279,21 +279,6 @@ func goldenLeaders(list []treewalk.Entry) []int {
 	return out
 }
 
-type deleteReply struct {
-	Deleted []string
-	Errors  []*treewalk.PathError
-}
-
-type itemizeReply struct {
-	Lines  []string
-	Errors []*treewalk.PathError
-}
-
-type itemizeRequest struct {
-	Delete  bool
-	Entries []treewalk.Entry
-}
-
 func goldenCases(t *testing.T) []goldenCase {
 	entries := goldenEntries()
 	items := goldenItems(t)
@@ -378,49 +363,24 @@ func goldenCases(t *testing.T) []goldenCase {
 			})), entries[:3]},
 		{"plan_chunk", framed(false, func(e *encoder) {
 			e.byte(msgPlanChunk)
+			e.byte(ChunkOptions{Delete: true, Itemize: true}.flags())
 			e.chunk(&treewalk.Chunk{Entries: entries, Leaders: goldenLeaders(entries), Closed: 1})
 		}), unframed(false, msgByte(msgPlanChunk, func(d *decoder) (any, error) {
+			if b, err := d.byte(); err != nil || b != 3 {
+				return nil, fmt.Errorf("options %#x, %v", b, err)
+			}
 			ch, err := d.chunk()
 			return listReply{ch.Entries, ch.Errors, ch.Leaders, ch.Last, ch.Closed}, err
 		})), listReply{entries, nil, goldenLeaders(entries), false, 1}},
 		{"finish_planned_paths", framed(false, func(e *encoder) { e.byte(msgFinishPlanned); e.strings([]string{"uploads/link", "uploads/"}) }),
 			unframed(false, msgByte(msgFinishPlanned, func(d *decoder) (any, error) { return d.strings() })), []string{"uploads/link", "uploads/"}},
+		{"chunk_changes_reply", framed(false, func(e *encoder) {
+			e.status(nil)
+			e.changes(Changes{Lines: []string{"*deleting   uploads/old.jpg", ">f+++++++++ uploads/new.jpg"}, Deleted: 1, Errors: sentPathErrors()})
+		}), unframed(false, okStatus(func(d *decoder) (any, error) { return d.changes() })),
+			Changes{Lines: []string{"*deleting   uploads/old.jpg", ">f+++++++++ uploads/new.jpg"}, Deleted: 1, Errors: goldenPathErrors}},
 		{"finish_reply", framed(false, func(e *encoder) { e.status(nil); e.pathErrors(sentPathErrors()) }),
 			unframed(false, okStatus(func(d *decoder) (any, error) { return d.pathErrors() })), goldenPathErrors},
-		{"delete", framed(false, func(e *encoder) { e.byte(msgDelete) }), unframed(false, msgByte(msgDelete, nil)), nil},
-		{"delete_reply", framed(false, func(e *encoder) {
-			e.status(nil)
-			e.strings([]string{"old.php", "uploads/tmp/"})
-			e.pathErrors(sentPathErrors())
-		}), unframed(false, okStatus(func(d *decoder) (any, error) {
-			del, err := d.strings()
-			if err != nil {
-				return nil, err
-			}
-			pe, err := d.pathErrors()
-			return deleteReply{del, pe}, err
-		})), deleteReply{[]string{"old.php", "uploads/tmp/"}, goldenPathErrors}},
-		{"itemize", framed(false, func(e *encoder) { e.byte(msgItemize); e.bool(true); e.entries(entries) }),
-			unframed(false, msgByte(msgItemize, func(d *decoder) (any, error) {
-				del, err := d.bool()
-				if err != nil {
-					return nil, err
-				}
-				en, err := d.entries()
-				return itemizeRequest{del, en}, err
-			})), itemizeRequest{true, entries}},
-		{"itemize_reply", framed(false, func(e *encoder) {
-			e.status(nil)
-			e.strings([]string{">f+++++++++ index.php", "*deleting   old.php"})
-			e.pathErrors(sentPathErrors())
-		}), unframed(false, okStatus(func(d *decoder) (any, error) {
-			lines, err := d.strings()
-			if err != nil {
-				return nil, err
-			}
-			pe, err := d.pathErrors()
-			return itemizeReply{lines, pe}, err
-		})), itemizeReply{[]string{">f+++++++++ index.php", "*deleting   old.php"}, goldenPathErrors}},
 		{"bye", framed(false, func(e *encoder) { e.byte(msgBye) }), unframed(false, msgByte(msgBye, nil)), nil},
 		{"next", framed(false, func(e *encoder) { e.byte(msgNext) }), unframed(false, msgByte(msgNext, nil)), nil},
 		{"stats", framed(false, func(e *encoder) { e.byte(msgStats) }), unframed(false, msgByte(msgStats, nil)), nil},

@@ -57,7 +57,12 @@ import (
 // the agent sizes many trees in one request without sending their lists,
 // and msgNext: a client ends a session and keeps the agent for another
 // handshake on the same stream.
-const ProtocolVersion = 8
+// Version 9 does --delete, --dry-run and --itemize-changes of a push
+// chunk by chunk: msgPlanChunk opens with the chunk's options
+// (ChunkOptions: delete, itemize, dry run), and its reply carries the
+// chunk's changes (lines, deleted count, errors) before the plan, which
+// a dry run leaves out (chunkchanges.go).
+const ProtocolVersion = 9
 
 // magic opens the handshake in both directions, so that a peer that is not a
 // restoresync agent (a login banner, "command not found") is recognised.
@@ -247,12 +252,12 @@ const (
 	msgCommit   byte = 5  // push: an entry whose blocks are all written; reply: error text
 	msgFinish   byte = 6  // push: bool "the planned list", else entries; reply: finish errors
 	msgBye      byte = 7  // end of session; no reply
-	msgDelete   byte = 8  // push: delete what the planned list lacks; reply: deleted paths, errors
-	msgItemize  byte = 9  // push: bool delete, entries; reply: itemized change lines, per-entry errors
 	msgStats    byte = 10 // what the server's frames carried so far; reply: FrameStats (framestats.go)
 	msgRate     byte = 11 // pull: frame bytes received and microseconds since the handshake, on the client's clock; no reply
+	// 8 and 9 were a push's --delete and --itemize-changes on a whole
+	// list, until protocol 9 (msgPlanChunk's ChunkOptions).
 	// push, a list streamed in chunks (pushchunks.go):
-	msgPlanChunk     byte = 12 // the next chunk: last, entries, no errors, leaders, closed; reply: as msgFileList's
+	msgPlanChunk     byte = 12 // options byte, the next chunk: last, entries, no errors, leaders, closed; reply: changes when the options ask for any, then, unless a dry run, as msgFileList's
 	msgFinishPlanned byte = 13 // paths of planned entries to finish, in order; reply: finish errors
 	msgNext          byte = 14 // end of session, then framesEnd; the server ends its frames with framesEnd and awaits another handshake
 

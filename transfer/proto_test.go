@@ -696,10 +696,10 @@ func TestHandshakeRefusals(t *testing.T) {
 		want   []string // in the error text
 		proto  bool     // wraps ErrProtocol
 	}{
-		{"newer protocol", "", replyWith(helloReply{Proto: 9, Version: "9.0.0", Codecs: CodecNames()}),
-			[]string{"restoresync 9.0.0", "protocol 9", "restoresync 1.4.0", "speaks " + strconv.Itoa(ProtocolVersion)}, true},
-		{"newer server refusing", "", replyWith(helloReply{Proto: 9, Version: "9.0.0", Codecs: CodecNames(), Error: "protocol error: the client speaks protocol " + strconv.Itoa(ProtocolVersion)}),
-			[]string{"restoresync 9.0.0", "protocol 9", "speaks " + strconv.Itoa(ProtocolVersion)}, true},
+		{"newer protocol", "", replyWith(helloReply{Proto: 99, Version: "9.0.0", Codecs: CodecNames()}),
+			[]string{"restoresync 9.0.0", "protocol 99", "restoresync 1.4.0", "speaks " + strconv.Itoa(ProtocolVersion)}, true},
+		{"newer server refusing", "", replyWith(helloReply{Proto: 99, Version: "9.0.0", Codecs: CodecNames(), Error: "protocol error: the client speaks protocol " + strconv.Itoa(ProtocolVersion)}),
+			[]string{"restoresync 9.0.0", "protocol 99", "speaks " + strconv.Itoa(ProtocolVersion)}, true},
 		{"older protocol", "", replyWith(helloReply{Proto: 0, Version: "0.9.0", Codecs: CodecNames()}),
 			[]string{"restoresync 0.9.0", "protocol 0", "speaks " + strconv.Itoa(ProtocolVersion)}, true},
 		{"codec unsupported", "", replyWith(helloReply{Proto: ProtocolVersion, Version: "1.3.0", Codecs: []string{"none", "gzip"}}),
@@ -719,8 +719,8 @@ func TestHandshakeRefusals(t *testing.T) {
 		{"huge reply", "", func(in *bufio.Reader, out io.Writer) { out.Write([]byte(magic + "\x7f\xff\xff\xff")) }, []string{"handshake of"}, true},
 		{"unknown reply field", "", replyWith(map[string]any{"proto": ProtocolVersion, "version": "1.4.0", "codecs": CodecNames(), "resume": true}),
 			[]string{`unknown field "resume"`, "versions differ"}, true},
-		{"newer protocol, unknown field", "", replyWith(map[string]any{"proto": 9, "version": "9.0.0", "codecs": CodecNames(), "resume": true}),
-			[]string{"restoresync 9.0.0", "protocol 9", "speaks " + strconv.Itoa(ProtocolVersion)}, true},
+		{"newer protocol, unknown field", "", replyWith(map[string]any{"proto": 99, "version": "9.0.0", "codecs": CodecNames(), "resume": true}),
+			[]string{"restoresync 9.0.0", "protocol 99", "speaks " + strconv.Itoa(ProtocolVersion)}, true},
 		{"server refuses", "", replyWith(helloReply{Proto: ProtocolVersion, Version: "1.4.0", Error: "open /srv: permission denied"}),
 			[]string{"remote: open /srv: permission denied"}, false},
 	}
@@ -752,7 +752,7 @@ func TestHandshakeRefusals(t *testing.T) {
 		{"command not found on stderr", "bash: line 1: restoresync: command not found\n", func(in *bufio.Reader, out io.Writer) {}, true},
 		{"no such file on stderr", "sh: 1: /opt/restoresync: No such file or directory\n", func(in *bufio.Reader, out io.Writer) {}, true},
 		{"login banner", "", func(in *bufio.Reader, out io.Writer) { io.WriteString(out, "Welcome to Ubuntu 24.04 LTS\n") }, true},
-		{"newer protocol", "", replyWith(helloReply{Proto: 9, Version: "9.0.0", Codecs: CodecNames()}), false},
+		{"newer protocol", "", replyWith(helloReply{Proto: 99, Version: "9.0.0", Codecs: CodecNames()}), false},
 		{"closed without a word", "", func(in *bufio.Reader, out io.Writer) {}, false},
 		{"server refuses", "", replyWith(helloReply{Proto: ProtocolVersion, Version: "1.4.0", Error: "open /srv: permission denied"}), false},
 	} {
@@ -809,8 +809,8 @@ func TestServeRefusals(t *testing.T) {
 		errors []error
 		reply  bool // a reply is sent
 	}{
-		{"newer client", Hello{Proto: 9, Version: "9.0.0", Role: RoleSender, Path: dir, Compression: "zstd"},
-			[]string{"restoresync 9.0.0", "protocol 9", "restoresync 1.4.0", "speaks " + strconv.Itoa(ProtocolVersion)}, []error{ErrProtocol}, true},
+		{"newer client", Hello{Proto: 99, Version: "9.0.0", Role: RoleSender, Path: dir, Compression: "zstd"},
+			[]string{"restoresync 9.0.0", "protocol 99", "restoresync 1.4.0", "speaks " + strconv.Itoa(ProtocolVersion)}, []error{ErrProtocol}, true},
 		{"unknown codec", Hello{Proto: ProtocolVersion, Version: "1.4.0", Role: RoleSender, Path: dir, Compression: "brotli"},
 			[]string{`"brotli"`, "none, lz4, zstd, gzip"}, []error{ErrProtocol, ErrUnknownCodec}, true},
 		{"empty codec", Hello{Proto: ProtocolVersion, Version: "1.4.0", Role: RoleSender, Path: dir},
@@ -828,8 +828,8 @@ func TestServeRefusals(t *testing.T) {
 			[]string{`unknown field "numeric_idz"`, "versions differ"}, []error{ErrProtocol}, true},
 		{"unknown hello field", map[string]any{"proto": ProtocolVersion, "version": "1.4.0", "role": RoleSender, "path": dir, "compression": "zstd", "resume": true},
 			[]string{`unknown field "resume"`, "versions differ"}, []error{ErrProtocol}, true},
-		{"newer client, unknown field", map[string]any{"proto": 9, "version": "9.0.0", "role": RoleSender, "path": dir, "compression": "zstd", "resume": true},
-			[]string{"restoresync 9.0.0", "protocol 9", "restoresync 1.4.0"}, []error{ErrProtocol}, true},
+		{"newer client, unknown field", map[string]any{"proto": 99, "version": "9.0.0", "role": RoleSender, "path": dir, "compression": "zstd", "resume": true},
+			[]string{"restoresync 9.0.0", "protocol 99", "restoresync 1.4.0"}, []error{ErrProtocol}, true},
 		{"garbage", "bash: restoresync: command not found\n",
 			[]string{`"bash: restoresync: command not found\n"`}, []error{ErrProtocol}, false},
 		{"nothing", "", []string{"closed the stream before the handshake"}, []error{ErrProtocol}, false},
@@ -865,14 +865,14 @@ func TestServeRefusals(t *testing.T) {
 // client sees the server's refusal, which names both versions. See the
 // report: this error does not wrap ErrProtocol on the client's side.
 func TestProtocolMismatchEndToEnd(t *testing.T) {
-	rep, serveErr := serveRaw(t, ServerConfig{Version: "1.4.0"}, Hello{Proto: 9, Version: "9.0.0", Role: RoleSender, Path: ".", Compression: "zstd"})
+	rep, serveErr := serveRaw(t, ServerConfig{Version: "1.4.0"}, Hello{Proto: 99, Version: "9.0.0", Role: RoleSender, Path: ".", Compression: "zstd"})
 	if !errors.Is(serveErr, ErrProtocol) {
 		t.Fatalf("Serve: %v", serveErr)
 	}
 	// Replay the reply to this build's client.
 	s := fakePeer(t, "", replyWith(rep))
 	_, err := Handshake(testContext(t), s, Hello{Version: "3.0.0", Role: RoleSender, Compression: "zstd"})
-	if err == nil || !strings.Contains(err.Error(), "protocol 9") || !strings.Contains(err.Error(), "restoresync 1.4.0") {
+	if err == nil || !strings.Contains(err.Error(), "protocol 99") || !strings.Contains(err.Error(), "restoresync 1.4.0") {
 		t.Fatalf("client error %v does not name both versions", err)
 	}
 }

@@ -1,7 +1,10 @@
 package transfer
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,10 +25,10 @@ func TestPlanChunksFinishPlanned(t *testing.T) {
 	leader := treewalk.Entry{Path: "a/f", Kind: treewalk.KindFile, Mode: 0o644, Size: 3}
 	link := treewalk.Entry{Path: "b", Kind: treewalk.KindFile, Mode: 0o644, Size: 3, LinkTo: "a/f"}
 	sym := treewalk.Entry{Path: "c", Kind: treewalk.KindSymlink, Mode: 0o777, LinkTarget: "b"}
-	if _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, sub, leader}, Leaders: []int{2}, Closed: 1}); err != nil {
+	if _, _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, sub, leader}, Leaders: []int{2}, Closed: 1}, ChunkOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{link, sym}, Last: true}); err != nil {
+	if _, _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{link, sym}, Last: true}, ChunkOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if errs, err := c.FinishPlanned(ctx, []string{"a", "b", "c", "."}); err != nil || len(errs) > 0 {
@@ -58,25 +61,25 @@ func TestPlanChunksRefused(t *testing.T) {
 		want string
 	}{
 		{"link to no leader", func(c *Conn) error {
-			_, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, file, {Path: "g", Kind: treewalk.KindFile, LinkTo: "f"}}})
+			_, _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, file, {Path: "g", Kind: treewalk.KindFile, LinkTo: "f"}}}, ChunkOptions{})
 			return err
 		}, `hardlink to "f"`},
 		{"finish unplanned", func(c *Conn) error {
-			if _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, file}}); err != nil {
+			if _, _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, file}}, ChunkOptions{}); err != nil {
 				return err
 			}
 			_, err := c.FinishPlanned(ctx, []string{"etc"})
 			return err
 		}, `finish of "etc"`},
 		{"finish a plain file", func(c *Conn) error {
-			if _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, file}}); err != nil {
+			if _, _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, file}}, ChunkOptions{}); err != nil {
 				return err
 			}
 			_, err := c.FinishPlanned(ctx, []string{"f"})
 			return err
 		}, `finish of "f"`},
 		{"finish twice", func(c *Conn) error {
-			if _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, file}}); err != nil {
+			if _, _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, file}}, ChunkOptions{}); err != nil {
 				return err
 			}
 			if _, err := c.FinishPlanned(ctx, []string{"."}); err != nil {
@@ -85,6 +88,13 @@ func TestPlanChunksRefused(t *testing.T) {
 			_, err := c.FinishPlanned(ctx, []string{"."})
 			return err
 		}, `finish of "."`},
+		{"delete again once cleared", func(c *Conn) error {
+			if _, _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir}}, ChunkOptions{}); err != nil {
+				return err
+			}
+			_, _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{file}}, ChunkOptions{Delete: true})
+			return err
+		}, "chunk options"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &recordSink{}
@@ -99,4 +109,90 @@ func TestPlanChunksRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// changerSink is a recordSink that is a ChunkChanger: each chunk's
+// changes are one line naming its entries and how many chunks came
+// before, with the listErr it was given.
+type changerSink struct {
+	*recordSink
+	opts   ChunkOptions
+	chunks int
+}
+
+func (s *changerSink) ChunkChanges(o ChunkOptions) ListChanges { s.opts = o; return s }
+
+func (s *changerSink) Chunk(_ context.Context, ch *treewalk.Chunk, listErr bool) (Changes, error) {
+	s.chunks++
+	var names []string
+	for _, e := range ch.Entries {
+		names = append(names, e.Path)
+	}
+	return Changes{Lines: []string{fmt.Sprintf("%d %s %v", s.chunks, strings.Join(names, ","), listErr)}, Deleted: s.chunks}, nil
+}
+
+// A push's --delete, -n and -i go with each chunk: the receiver gives
+// each chunk to its sink's ListChanges in turn, made once with the first
+// chunk's options and told of a list error once the client clears
+// Delete, and returns the changes before the plan; a dry run plans
+// nothing and holds nothing to finish; Itemize and DryRun are the
+// list's, and Delete once cleared stays so, else the stream ends
+// (ErrProtocol).
+func TestPlanChunksChanges(t *testing.T) {
+	ctx := testContext(t)
+	dir := treewalk.Entry{Path: ".", Kind: treewalk.KindDir, Mode: 0o755}
+	file := treewalk.Entry{Path: "f", Kind: treewalk.KindFile, Mode: 0o644}
+	sym := treewalk.Entry{Path: "s", Kind: treewalk.KindSymlink, Mode: 0o777, LinkTarget: "f"}
+	open := func(t *testing.T) (*Conn, *changerSink) {
+		sink := &changerSink{recordSink: &recordSink{}}
+		newSink := func(ctx context.Context, dst string, opts ReceiverOptions) (Sink, error) {
+			if _, err := sink.recordSink.open(ctx, dst, opts); err != nil {
+				return nil, err
+			}
+			return sink, nil
+		}
+		c := dialPipe(t, ctx, ServerConfig{NewSink: newSink}, Hello{Role: RoleReceiver, Path: t.TempDir(), Compression: "none"})
+		t.Cleanup(func() { c.Close() })
+		return c, sink
+	}
+	t.Run("delete and itemize", func(t *testing.T) {
+		c, sink := open(t)
+		o := ChunkOptions{Delete: true, Itemize: true}
+		plan, chg, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, file}}, o)
+		if err != nil || len(plan.Need) != 1 || !slices.Equal(chg.Lines, []string{"1 .,f false"}) || chg.Deleted != 1 {
+			t.Fatalf("first chunk: plan %+v, changes %+v, %v", plan, chg, err)
+		}
+		o.Delete = false
+		_, chg, err = c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{sym}, Last: true}, o)
+		if err != nil || !slices.Equal(chg.Lines, []string{"2 s true"}) {
+			t.Fatalf("second chunk: changes %+v, %v", chg, err)
+		}
+		if sink.opts != (ChunkOptions{Delete: true, Itemize: true}) || len(sink.planned) != 3 {
+			t.Errorf("made with %+v, planned %d entries; want the first chunk's options, 3", sink.opts, len(sink.planned))
+		}
+	})
+	t.Run("dry run", func(t *testing.T) {
+		c, sink := open(t)
+		o := ChunkOptions{Delete: true, Itemize: true, DryRun: true}
+		_, chg, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir, sym}, Last: true}, o)
+		if err != nil || !slices.Equal(chg.Lines, []string{"1 .,s false"}) {
+			t.Fatalf("changes %+v, %v", chg, err)
+		}
+		if len(sink.planned) != 0 {
+			t.Errorf("a dry run planned %d entries", len(sink.planned))
+		}
+		if _, err := c.FinishPlanned(ctx, []string{"s"}); err == nil || !errors.Is(err, ErrProtocol) && !strings.Contains(err.Error(), "protocol error") {
+			t.Errorf("finish after a dry run: %v, want a protocol error", err)
+		}
+	})
+	t.Run("itemize dropped", func(t *testing.T) {
+		c, _ := open(t)
+		if _, _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{dir}}, ChunkOptions{Itemize: true}); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := c.PlanChunk(ctx, &treewalk.Chunk{Entries: []treewalk.Entry{file}}, ChunkOptions{})
+		if err == nil || !strings.Contains(err.Error(), "chunk options") {
+			t.Errorf("got %v, want the options refused", err)
+		}
+	})
 }

@@ -440,20 +440,12 @@ func (s *server) loop(ctx context.Context) error {
 				}
 			}
 			s.finishReply(ctx, entries)
-		case m == msgDelete && s.dst != "":
-			if err := s.serveDelete(ctx); err != nil {
-				return fmt.Errorf("%w: %w", ErrProtocol, err)
-			}
 		case m == msgPlanChunk && s.dst != "":
 			if err := s.servePlanChunk(ctx); err != nil {
 				return err
 			}
 		case m == msgFinishPlanned && s.dst != "":
 			if err := s.serveFinishPlanned(ctx); err != nil {
-				return err
-			}
-		case m == msgItemize && s.dst != "":
-			if err := s.serveItemize(ctx); err != nil {
 				return err
 			}
 		default:

@@ -197,8 +197,8 @@ func (s *LocalSource) List(ctx context.Context) (treewalk.List, error) {
 }
 
 // ListChunks is List as chunks (treewalk.Chunks), walked as they are
-// read: one tree or one part chunk by chunk; several parts, which merge,
-// walked whole and then cut into chunks. The caller closes it.
+// read: one tree or one part chunk by chunk; several parts merged as
+// they are walked (treewalk.WalkPartsChunks). The caller closes it.
 func (s *LocalSource) ListChunks(ctx context.Context) *treewalk.Chunks {
 	if len(s.parts) == 1 && s.parts[0].Rel == "." && s.filter == nil && len(s.failed) == 0 {
 		return treewalk.WalkRootChunks(ctx, s.root)

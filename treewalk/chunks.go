@@ -172,18 +172,14 @@ func WalkRootChunks(ctx context.Context, r *os.Root) *Chunks {
 // WalkPartsChunks is WalkParts as chunks (see Chunks), with extra, errors
 // of the selection found before the walk, with the first chunk (so that a
 // receiver that deletes as it goes knows of them before it deletes). One
-// part is walked chunk by chunk; several parts are merged, which needs
-// their whole list (WalkParts), then cut into chunks. Close it when done
-// with it.
+// part is walked chunk by chunk; several parts are merged as they are
+// walked, the walks of the parts whose directories hold the merge's place
+// going on at once (mergechunks.go): the same entries in the same order
+// as WalkParts, its errors as they are met. Close it when done with it.
 func WalkPartsChunks(ctx context.Context, parts []Part, f *Filter, extra []*PathError) *Chunks {
 	if len(parts) != 1 {
 		return runChunks(ctx, func(emit func(Chunk) error) error {
-			list, err := WalkParts(ctx, parts, f)
-			if err != nil {
-				return err
-			}
-			list.Errors = append(list.Errors, extra...)
-			return cutList(list, emit)
+			return mergeParts(ctx, parts, f, extra, emit)
 		})
 	}
 	return runChunks(ctx, func(emit func(Chunk) error) error {

@@ -215,3 +215,105 @@ func TestChunksClosed(t *testing.T) {
 		t.Errorf("closed by the chunk ending at each entry: %v, want %v", got, want)
 	}
 }
+
+// The merge of several parts as they are walked gives WalkParts' list
+// exactly (entries, their order, their metadata, hardlinks led by the
+// first member in the list), whatever the chunk size and the order of the
+// parts: parts of two bases giving the same paths (files, directories,
+// a file against a directory), a hardlink whose members are in different
+// parts and one whose walk leader loses its path, implied directories and
+// roots, a part below another and one above another, a filter, and parts that cannot be listed
+// (missing, below a file), whose errors are WalkParts' too.
+func TestWalkPartsChunksMergeIsWalkParts(t *testing.T) {
+	b1, b2 := chunkTree(t), t.TempDir()
+	for _, p := range []string{"x", "d0/s0/f0", "d0/s9/new", "d1", "d3/s1/f9", "sym/in", "zz/a/b"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(b2, p)), 0o755)
+		if err := os.WriteFile(filepath.Join(b2, p), []byte(p), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range [][2]string{{"x", "y"}, {"d0/s0/f0", "zz/link"}} {
+		if err := os.Link(filepath.Join(b2, l[0]), filepath.Join(b2, l[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(filepath.Join(b2, "d0"), 0o700)
+	r1, err := os.OpenRoot(b1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r1.Close()
+	r2, err := os.OpenRoot(b2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	filter, err := NewFilter([]Rule{{Include: false, Pattern: "s1/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		parts []Part
+		f     *Filter
+	}{
+		"two bases":                  {[]Part{{Base: r2, Rel: "."}, {Base: r1, Rel: "."}}, nil},
+		"two bases, the other first": {[]Part{{Base: r1, Rel: "."}, {Base: r2, Rel: "."}}, nil},
+		"a part, then its base":      {[]Part{{Base: r1, Rel: "d2/s1"}, {Base: r2, Rel: "d0", ImpliesRoot: true}, {Base: r1, Rel: "."}, {Base: r1, Rel: "d4"}}, nil},
+		"files-from": {[]Part{{Base: r1, Rel: "d5/s1/link"}, {Base: r1, Rel: "d0", ImpliesRoot: true}, {Base: r1, Rel: "d0/s0"},
+			{Base: r1, Rel: "gone"}, {Base: r1, Rel: "sym/in"}, {Base: r1, Rel: "d3", ImpliesRoot: true}, {Base: r1, Rel: "d4/s0/link"}}, nil},
+		"mixed, filtered": {[]Part{{Base: r1, Rel: "d0"}, {Base: r2, Rel: "d0"}, {Base: r2, Rel: "zz/a", ImpliesRoot: true},
+			{Base: r1, Rel: "d3"}, {Base: r2, Rel: "d3"}, {Base: r2, Rel: "x"}, {Base: r1, Rel: "d1"}, {Base: r2, Rel: "d1"}}, filter},
+	} {
+		want, err := WalkParts(context.Background(), c.parts, c.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{1, 2, 5, 1000} {
+			t.Run(fmt.Sprintf("%s/%d", name, n), func(t *testing.T) {
+				setChunkEntries(t, n)
+				ch := WalkPartsChunks(context.Background(), c.parts, c.f, nil)
+				defer ch.Close()
+				var chk ListChecker
+				var got List
+				for {
+					chunk, err := ch.Next()
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := chk.Check(chunk); err != nil {
+						t.Error(err)
+					}
+					got.Entries = append(got.Entries, chunk.Entries...)
+					got.Errors = append(got.Errors, chunk.Errors...)
+				}
+				if !reflect.DeepEqual(got.Entries, want.Entries) {
+					t.Errorf("merged as walked:\n%v\nWalkParts:\n%v", paths(got.Entries), paths(want.Entries))
+					for i := range min(len(got.Entries), len(want.Entries)) {
+						if !reflect.DeepEqual(got.Entries[i], want.Entries[i]) {
+							t.Errorf("first difference: %+v\nWalkParts: %+v", got.Entries[i], want.Entries[i])
+							break
+						}
+					}
+				}
+				if fmt.Sprint(got.Errors) != fmt.Sprint(want.Errors) {
+					t.Errorf("errors %v, WalkParts %v", got.Errors, want.Errors)
+				}
+			})
+		}
+	}
+}
+
+// paths returns the entries' paths, with " => LEADER" for hardlinks.
+func paths(entries []Entry) []string {
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.Path
+		if e.LinkTo != "" {
+			out[i] += " => " + e.LinkTo
+		}
+	}
+	return out
+}

@@ -40,7 +40,8 @@
 // ChunkEntries, WalkRootChunks, WalkPartsChunks, ListChunks; parts.go — Part, WalkParts,
 // IsUnder; merge.go — how the walks of parts that give the
 // same paths merge (first given wins, directories combine, tree order,
-// hardlink leaders); filter.go — Rule, Filter, the rule parsers and wildmatch;
+// hardlink leaders) for WalkParts; mergechunks.go — the same merge as the
+// parts are walked, for WalkPartsChunks; filter.go — Rule, Filter, the rule parsers and wildmatch;
 // names.go — the uid and gid name cache; open_linux.go — OpenBeneath;
 // xattr_linux.go — XattrAt, ListXattrsAt, FdPath, ParseACL, EncodeACL;
 // path.go — ValidPath; check.go — CheckList, ListChecker; compare.go — Compare,

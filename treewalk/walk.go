@@ -105,6 +105,14 @@ type walker struct {
 	// atLast says, for each directory being listed (dir's frames,
 	// outermost first), whether its last name is the one at hand.
 	atLast []bool
+	// merge, for a walk whose entries a merge of several parts links
+	// (mergechunks.go), leaves LinkTo empty and reads every entry's
+	// extended metadata, keeping in inodes, beside list.Entries, the
+	// inode of each entry with more than one link (zero for the others);
+	// emitMerge then takes its chunks instead of emit.
+	merge     bool
+	inodes    []devIno
+	emitMerge func(mergeChunk) error
 }
 
 func newWalker(f *Filter) *walker {
@@ -170,6 +178,14 @@ func (w *walker) dir(ctx context.Context, p string) error {
 // chunk, when there are ChunkEntries of them or with last (the end of
 // the walk, even if empty); without emit it keeps them.
 func (w *walker) flush(last bool) error {
+	if w.emitMerge != nil {
+		if !last && len(w.list.Entries) < ChunkEntries {
+			return nil
+		}
+		c := mergeChunk{entries: w.list.Entries, inodes: w.inodes, errors: w.list.Errors}
+		w.list, w.inodes = List{}, nil
+		return w.emitMerge(c)
+	}
 	if w.emit == nil || !last && len(w.list.Entries) < ChunkEntries {
 		return nil
 	}
@@ -232,7 +248,10 @@ func (w *walker) add(p string, st *unix.Stat_t, dirfd int) error {
 	// Every kind but a directory can be hardlinked (rsync -H links
 	// devices, fifos and symlinks too).
 	linked := e.Kind != KindDir && st.Nlink > 1
-	if linked {
+	var ino devIno
+	if linked && w.merge {
+		ino = devIno{st.Dev, st.Ino}
+	} else if linked {
 		if leader, ok := w.links[devIno{st.Dev, st.Ino}]; ok {
 			e.LinkTo = leader
 		}
@@ -251,13 +270,16 @@ func (w *walker) add(p string, st *unix.Stat_t, dirfd int) error {
 			return err
 		}
 	}
-	if linked && e.LinkTo == "" {
+	if linked && e.LinkTo == "" && !w.merge {
 		// The group's leader is the first of its paths that is listed:
 		// one that failed above is not, and links to it would dangle.
 		w.links[devIno{st.Dev, st.Ino}] = p
 		w.leaders = append(w.leaders, len(w.list.Entries))
 	}
 	w.list.Entries = append(w.list.Entries, e)
+	if w.merge {
+		w.inodes = append(w.inodes, ino)
+	}
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/restoresync/restoresync/treewalk"
 )
 
-// Delete implements transfer.Deleter (rsync's --delete): it removes from
+// Delete is rsync's --delete on a whole list (sftp): it removes from
 // DST what entries, the restore's file list, lack, within the restored
 // scope only: below the WriterOptions.Roots that entries has as
 // directories (a SRC that is a file, or that is missing on the source,

@@ -1,7 +1,7 @@
 // Package dest is the safe writer: the only code that writes into a
 // destination tree (DST), whichever method restores it. The raw method's
 // streams write through a Writer (it implements transfer.Sink, ItemWriter,
-// BasisOpener, Deleter and Itemizer), tar streams through an Extractor,
+// BasisOpener and ChunkChanger), tar streams through an Extractor,
 // and the rsync method's files, placed by gokrazy/rsync's receiver, are
 // completed by Writer.FixRsync. It imports treewalk, transfer (for the
 // protocol types it implements) and the standard library only, so what
@@ -114,6 +114,8 @@
 // (no data sent); delete.go —
 // Delete, DeleteIn, ItemizeDeletesIn (--delete), rsync's order of
 // deletion; itemize.go — Itemize, Itemizer (--itemize-changes, --dry-run);
+// chunkchanges.go — ChunkChanges: --delete, --dry-run and -i of a list
+// streamed in chunks, for a pull's client and a push's receiver alike;
 // itemize_way.go — the deletions of a directory in the way of a file;
 // itemize_xattr.go — the 'a' and 'x' letters; escape.go —
 // EscapeItemized, names printed as rsync prints them;

@@ -9,7 +9,7 @@ import (
 	"github.com/restoresync/restoresync/treewalk"
 )
 
-// Itemize implements transfer.Itemizer (--dry-run, --itemize-changes): it
+// Itemize does --dry-run and --itemize-changes on a whole list (sftp): it
 // compares entries, the restore's file list, with DST and returns one line
 // per change a restore would make, in rsync's --itemize-changes format
 // (rsync(1), "--itemize-changes": "YXcstpoguax NAME", Y the update type,
