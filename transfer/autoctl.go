@@ -66,6 +66,19 @@ const (
 	// autoEWMA weighs a new window against what was known (1: only the new
 	// window).
 	autoEWMA = 0.5
+	// autoBareWindows is how many windows a link time measured on
+	// uncompressed frames holds for: after it, one window is sent as none
+	// again to measure it (while the receiver's reports do not measure
+	// the link). A compressing window's writes measure the link with the
+	// codec's CPU taken from the pipeline on shared cores (ssh, the
+	// receiver), which makes it look slower than it is without: on
+	// loopback with small files, 70 ns per wire byte on zstd:1 against
+	// 17 on none.
+	autoBareWindows = 64
+	// autoNoShrink is the ratio at or above which a window's data is
+	// taken for incompressible (a frame the codec did not shrink goes
+	// raw and books ratio 1).
+	autoNoShrink = 0.98
 )
 
 // frameSample is what sending one frame cost, as the frame writer measured
@@ -117,10 +130,25 @@ type autoController struct {
 	// costScale and ratioScale map the priors onto this machine and this
 	// data: measured over prior, on the rung last measured.
 	costScale, ratioScale float64
+	// lastRatio is the ratio the last window compressed (or the
+	// classifier's trial) reached: 1 or more, the data did not shrink.
+	lastRatio float64
 	// linkNsPerByte is the link's time per wire byte: measured while
 	// link-bound (linkMeasured), else a guess (0: none yet).
 	linkNsPerByte float64
 	linkMeasured  bool
+	// linkBare is set while linkNsPerByte was measured on windows sent
+	// uncompressed (none, or already-compressed data), bareAge the
+	// windows decided since; probeFrom is the rung to come back to after
+	// a window sent as none to measure the link (-1: not probing).
+	linkBare  bool
+	bareAge   int
+	probeFrom int
+	// noneAge counts the windows sent as none in a row: after
+	// autoBareWindows of them one goes as lz4, as what made none the
+	// choice (the data's ratio, the codec's cost, the contention) is
+	// measured only while compressing.
+	noneAge int
 	// peerNsPerByte is the link's time per wire byte as the receiver
 	// measured it (peerLink) while it received slower than this side
 	// wrote: the SSH channel's window and the sockets' buffers took the
@@ -140,10 +168,12 @@ type autoController struct {
 	contention float64
 	// decisions counts the windows decided, for tests and the report.
 	decisions int
+	// traceID numbers the controller in AutoTraceEnv's lines (0: not yet).
+	traceID int64
 }
 
 func newAutoController() *autoController {
-	return &autoController{rung: autoStartRung, costScale: 1, ratioScale: 1, contention: 1}
+	return &autoController{rung: autoStartRung, costScale: 1, ratioScale: 1, contention: 1, probeFrom: -1}
 }
 
 // current returns the rung the next frame is compressed with.
@@ -155,7 +185,7 @@ func (a *autoController) trialRatio(r float64) {
 	if r <= 0 {
 		return
 	}
-	a.ratioScale = mix(a.ratioScale, r/autoPriors[1].ratio)
+	a.ratioScale, a.lastRatio = mix(a.ratioScale, r/autoPriors[1].ratio), r
 }
 
 // peerLink feeds the receiver's measured time per wire byte over an
@@ -195,7 +225,7 @@ func (a *autoController) observe(s frameSample) bool {
 		return false
 	}
 	prev := a.rung
-	a.decide()
+	a.decide(prev)
 	a.win = struct {
 		raw, compRaw, compEnc    int
 		enc                      int
@@ -205,7 +235,7 @@ func (a *autoController) observe(s frameSample) bool {
 	return a.rung != prev
 }
 
-func (a *autoController) decide() {
+func (a *autoController) decide(prev int) {
 	w := &a.win
 	if a.rung > 0 && w.compRaw > 0 {
 		p := autoPriors[a.rung]
@@ -214,30 +244,57 @@ func (a *autoController) decide() {
 		// scheduler starved is not the codec's speed.
 		c := min(max(cost/p.nsPerByte, a.costScale/4), a.costScale*4)
 		a.costScale = mix(a.costScale, max(c, 0.001))
-		a.ratioScale = mix(a.ratioScale, float64(w.compEnc)/float64(w.compRaw)/p.ratio)
+		a.lastRatio = float64(w.compEnc) / float64(w.compRaw)
+		a.ratioScale = mix(a.ratioScale, a.lastRatio/p.ratio)
 		if w.compCPU > 0 {
 			a.contention = mix(a.contention, min(max(float64(w.compress)/float64(w.compCPU), 1), autoMaxContention))
 		}
 	}
 	busy := w.compress + w.write
 	if busy <= 0 || w.enc == 0 {
+		a.trace(prev, 0, "idle")
 		return
 	}
 	perByte := float64(busy) / float64(w.enc)
 	top := len(autoLadder) - 1 // the highest rung to consider
+	link := "link-bound"
+	// A window sent uncompressed (none, or already-compressed data)
+	// measures the link bare: no codec took CPU from the pipeline while
+	// it went.
+	bare := a.rung == 0 || w.compRaw == 0
+	if !bare {
+		a.bareAge++
+		if a.bareAge >= autoBareWindows {
+			a.linkBare = false // too old: measured again below
+		}
+	}
 	switch {
 	case float64(w.write) >= autoLinkBound*float64(busy):
 		// Link-bound: the send time per byte is the link's.
-		if !a.linkMeasured {
-			a.linkNsPerByte = 0
+		switch {
+		case bare:
+			if !a.linkMeasured || !a.linkBare {
+				a.linkNsPerByte = 0 // the bare figure replaces the loaded one
+			}
+			a.linkNsPerByte = mix(a.linkNsPerByte, perByte)
+			a.linkBare, a.bareAge = true, 0
+		case a.linkBare:
+			// The bare figure holds: a compressing window's writes
+			// also wait for the CPU its codec took from ssh and the
+			// receiver. A faster window still bounds the link.
+			a.linkNsPerByte = min(a.linkNsPerByte, perByte)
+		default:
+			if !a.linkMeasured {
+				a.linkNsPerByte = 0
+			}
+			a.linkNsPerByte = mix(a.linkNsPerByte, perByte)
 		}
-		a.linkNsPerByte = mix(a.linkNsPerByte, perByte)
 		a.linkMeasured = true
 	case a.linkMeasured:
 		// Compression holds the stream back: the link is at least as
 		// fast as this window went, and a dearer rung would be slower.
 		a.linkNsPerByte = min(a.linkNsPerByte, perByte)
-		top = a.rung
+		top, link = a.rung, "codec-bound"
 	default:
 		// Compression holds the stream back and the link was never
 		// seen blocking: guess it as fast as this window's writes went
@@ -245,14 +302,19 @@ func (a *autoController) decide() {
 		// stream down the ladder, to none if need be, where any window
 		// measures the link.
 		a.linkNsPerByte = float64(w.write) / float64(w.enc)
-		top = a.rung
+		top, link = a.rung, "codec-bound,guess"
 	}
 	if a.peerNsPerByte > 0 {
 		// The receiver got the bytes slower than they were written:
 		// the link is the bottleneck at the rate it received at, and
 		// every rung is worth considering.
 		a.linkNsPerByte, a.linkMeasured = a.peerNsPerByte, true
-		top = len(autoLadder) - 1
+		top, link = len(autoLadder)-1, link+",peer"
+	}
+	if a.probeFrom >= 0 {
+		// A window sent as none to measure the link: decide as from
+		// the rung it interrupted.
+		a.rung, a.probeFrom, top, link = a.probeFrom, -1, len(autoLadder)-1, link+",probed"
 	}
 	best, cur := a.rung, a.predict(a.rung)
 	bestT := cur
@@ -264,28 +326,50 @@ func (a *autoController) decide() {
 	if bestT < autoSwitchGain*cur || (best < a.rung && bestT <= cur) {
 		a.rung = best // a cheaper rung needs no gain: as fast, less CPU
 	}
+	if a.rung > 0 && !a.linkBare && a.linkMeasured && a.peerNsPerByte == 0 {
+		// The link is known only from compressing windows (or not
+		// lately): the next window goes as none to measure it bare.
+		a.probeFrom, a.rung = a.rung, 0
+	}
+	if a.rung == 0 && w.compRaw > 0 {
+		if a.noneAge++; a.noneAge >= autoBareWindows {
+			a.noneAge, a.rung, link = 0, 1, link+",retry"
+		}
+	} else if a.rung > 0 {
+		a.noneAge = 0
+	}
+	a.trace(prev, perByte, link)
 }
 
 // predict returns rung r's predicted time per raw byte, in ns: the larger
-// of its compression cost and the link's time for what it sends, plus
-// autoCPUWeight of the cost, the CPU it takes from the other streams and
+// of its compression cost (wall time) and the link's time for what it
+// sends, plus cpuWeight of the CPU time the compression takes (its wall
+// time over the contention), the CPU it takes from the other streams and
 // the rest of the machine.
 func (a *autoController) predict(r int) float64 {
 	p := autoPriors[r]
 	ratio := min(1, p.ratio*a.ratioScale)
-	if r == 0 {
+	if r == 0 || a.lastRatio >= autoNoShrink {
+		// Data the rung measured did not shrink (random bytes, media
+		// the classifier let through) is not assumed to shrink on a
+		// higher rung: the priors' proportions hold for text.
 		ratio = 1
 	}
 	cost := p.nsPerByte * a.costScale
-	return max(cost, ratio*a.linkNsPerByte) + a.cpuWeight()*cost
+	return max(cost, ratio*a.linkNsPerByte) + a.cpuWeight()*cost/a.contention
 }
 
-// cpuWeight is what a ns of compression (wall) costs beyond its share of
+// cpuWeight is what a ns of the codec's CPU time costs beyond its share of
 // the stream's time: autoCPUWeight on a core of its own, and
 // autoStealWeight more per unit of contention above 1, as on a machine
-// whose cores the codec shares every ns it runs is one that the other
-// work (ssh's crypto, the receiver, the other streams) waits: on a fast
-// link with busy cores that is more than the bytes it saves.
+// whose cores the codec shares every ns of CPU it takes is one that the
+// other work (ssh's crypto, the receiver, the other streams) waits. It
+// weighs the CPU time, not the wall time: a contended codec's wall time
+// is long because the others ran meanwhile, and counting that share as
+// taken from them would count it twice (a codec that a busy scheduler
+// held at 4× its CPU time would be charged 12× its CPU, and a 1 Gbit/s
+// link whose ssh and receiver are CPU-bound, where lz4's fewer wire
+// bytes save more CPU than lz4 takes, would get none).
 func (a *autoController) cpuWeight() float64 {
 	return autoCPUWeight + autoStealWeight*(a.contention-1)
 }
