@@ -109,15 +109,17 @@ type frameSample struct {
 // sent. After each window it picks the rung that minimizes the predicted
 // time per raw byte, max(compress cost, ratio × link time) (compressing
 // one frame overlaps with the link sending the previous ones) plus the
-// CPU the codec takes from the other work, more the more contended its
-// core (cpuWeight: its wall time over its CPU time), switching
+// CPU time the codec takes from the other work, weighed more the more
+// contended its core (cpuWeight: its wall time over its CPU time), switching
 // only for a gain of 5% or more up the ladder (down, for any gain: as
 // fast and cheaper). The link's time is what the receiver measured while
 // it received slower than this side wrote (peerLink: the channel's and
 // the sockets' buffers take the first megabytes at once, so a slow link
 // does not block the writes until they are full); else it is measured in windows
 // where Write took a fair share of the send time (the link is the
-// bottleneck); while compression is the bottleneck only cheaper rungs
+// bottleneck), preferably windows sent uncompressed (linkBare: a
+// stream that compresses sends one window as none to measure it, and
+// again after autoBareWindows); while compression is the bottleneck only cheaper rungs
 // are considered, and if the link was never seen blocking it is guessed
 // as fast as the writes went, so the stream moves down the ladder, to
 // none if need be, where any window measures the link:
@@ -130,9 +132,11 @@ type autoController struct {
 	// costScale and ratioScale map the priors onto this machine and this
 	// data: measured over prior, on the rung last measured.
 	costScale, ratioScale float64
-	// lastRatio is the ratio the last window compressed (or the
-	// classifier's trial) reached: 1 or more, the data did not shrink.
+	// lastRatio is the ratio the last window compressed reached, on
+	// rung ratioRung: at autoNoShrink or more, the data did not shrink
+	// there, and is not expected to on a higher rung.
 	lastRatio float64
+	ratioRung int
 	// linkNsPerByte is the link's time per wire byte: measured while
 	// link-bound (linkMeasured), else a guess (0: none yet).
 	linkNsPerByte float64
@@ -185,7 +189,7 @@ func (a *autoController) trialRatio(r float64) {
 	if r <= 0 {
 		return
 	}
-	a.ratioScale, a.lastRatio = mix(a.ratioScale, r/autoPriors[1].ratio), r
+	a.ratioScale = mix(a.ratioScale, r/autoPriors[1].ratio)
 }
 
 // peerLink feeds the receiver's measured time per wire byte over an
@@ -244,7 +248,7 @@ func (a *autoController) decide(prev int) {
 		// scheduler starved is not the codec's speed.
 		c := min(max(cost/p.nsPerByte, a.costScale/4), a.costScale*4)
 		a.costScale = mix(a.costScale, max(c, 0.001))
-		a.lastRatio = float64(w.compEnc) / float64(w.compRaw)
+		a.lastRatio, a.ratioRung = float64(w.compEnc)/float64(w.compRaw), a.rung
 		a.ratioScale = mix(a.ratioScale, a.lastRatio/p.ratio)
 		if w.compCPU > 0 {
 			a.contention = mix(a.contention, min(max(float64(w.compress)/float64(w.compCPU), 1), autoMaxContention))
@@ -349,7 +353,7 @@ func (a *autoController) decide(prev int) {
 func (a *autoController) predict(r int) float64 {
 	p := autoPriors[r]
 	ratio := min(1, p.ratio*a.ratioScale)
-	if r == 0 || a.lastRatio >= autoNoShrink {
+	if r == 0 || (r > a.ratioRung && a.lastRatio >= autoNoShrink) {
 		// Data the rung measured did not shrink (random bytes, media
 		// the classifier let through) is not assumed to shrink on a
 		// higher rung: the priors' proportions hold for text.
