@@ -62,7 +62,7 @@ func settled(t *testing.T, rungs []int) int {
 }
 
 // TestAutoControllerOnTraces checks the controller's decisions on recorded
-// links and machines: where it settles, from lz4.
+// links and machines: where it settles, from zstd:1.
 func TestAutoControllerOnTraces(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

@@ -121,14 +121,14 @@ func TestAutoFrameCodecTags(t *testing.T) {
 		})
 	}
 
-	// Text starts on lz4, and in a run of items of both kinds each
+	// Text starts on zstd:1, and in a run of items of both kinds each
 	// kind travels in frames of its own class.
 	php := textBytes(9, 300<<10)
 	photo := append([]byte("\x89PNG\r\n\x1a\n"), randomBytes(9, 400<<10)...)
 	wire, st := writeItems(t, auto, []autoItem{{"index.php", php}, {"logo.png", photo}, {"style.css", textBytes(10, 100<<10)}})
 	frames := readFrames(t, wire)
-	if frames[0].codec != CodecLZ4 {
-		t.Errorf("the first frame of text is %s, want lz4 (auto's first rung)", frames[0].codec)
+	if frames[0].codec != CodecZstd {
+		t.Errorf("the first frame of text is %s, want zstd (auto's first rung)", frames[0].codec)
 	}
 	for _, c := range codecsHolding(frames, photo[100<<10:100<<10+64]) {
 		if c != CodecNone {
@@ -147,8 +147,8 @@ func TestAutoFrameCodecTags(t *testing.T) {
 	if n := byCodec["none"]; n.Files != 1 || n.RawBytes < int64(len(photo)) || n.WireBytes <= n.RawBytes {
 		t.Errorf("none: %+v, want the PNG: 1 file, its bytes raw", n)
 	}
-	if z := byCodec["lz4"]; z.Files < 1 || z.WireBytes >= z.RawBytes*2/3 {
-		t.Errorf("lz4: %+v, want the text, shrunk", z)
+	if z := byCodec["zstd:1"]; z.Files < 1 || z.WireBytes >= z.RawBytes/2 {
+		t.Errorf("zstd:1: %+v, want the text, shrunk", z)
 	}
 	var wireSum int64
 	for _, c := range st.Codecs {
