@@ -79,15 +79,10 @@ const (
 	// autoEWMA weighs a new window against what was known (1: only the new
 	// window).
 	autoEWMA = 0.5
-	// autoBareWindows is how many windows a link time measured on
-	// uncompressed frames holds for: after it, one window is sent as none
-	// again to measure it (while the receiver's reports do not measure
-	// the link). A compressing window's writes measure the link with the
-	// codec's CPU taken from the pipeline on shared cores (ssh, the
-	// receiver), which makes it look slower than it is without: on
-	// loopback with small files, 70 ns per wire byte on zstd:1 against
-	// 17 on none.
-	autoBareWindows = 64
+	// autoRetryWindows is how many windows a stream sends as none before
+	// one goes as lz4 again: the figures that made none the choice are
+	// measured only while compressing.
+	autoRetryWindows = 64
 	// autoNoShrink is the ratio at or above which a window's data is
 	// taken for incompressible (a frame the codec did not shrink goes
 	// raw and books ratio 1).
@@ -130,9 +125,7 @@ type frameSample struct {
 // the sockets' buffers take the first megabytes at once, so a slow link
 // does not block the writes until they are full); else it is measured in windows
 // where Write took a fair share of the send time (the link is the
-// bottleneck), preferably windows sent uncompressed (linkBare: a
-// stream that compresses sends one window as none to measure it, and
-// again after autoBareWindows); while compression is the bottleneck only cheaper rungs
+// bottleneck); while compression is the bottleneck only cheaper rungs
 // are considered, and if the link was never seen blocking it is guessed
 // as fast as the writes went, so the stream moves down the ladder, to
 // none if need be, where any window measures the link:
@@ -155,15 +148,8 @@ type autoController struct {
 	// link-bound (linkMeasured), else a guess (0: none yet).
 	linkNsPerByte float64
 	linkMeasured  bool
-	// linkBare is set while linkNsPerByte was measured on windows sent
-	// uncompressed (none, or already-compressed data), bareAge the
-	// windows decided since; probeFrom is the rung to come back to after
-	// a window sent as none to measure the link (-1: not probing).
-	linkBare  bool
-	bareAge   int
-	probeFrom int
 	// noneAge counts the windows sent as none in a row: after
-	// autoBareWindows of them one goes as lz4, as what made none the
+	// autoRetryWindows of them one goes as lz4, as what made none the
 	// choice (the data's ratio, the codec's cost, the contention) is
 	// measured only while compressing.
 	noneAge int
@@ -191,7 +177,7 @@ type autoController struct {
 }
 
 func newAutoController() *autoController {
-	return &autoController{rung: autoStartRung, costScale: 1, ratioScale: 1, contention: 1, probeFrom: -1}
+	return &autoController{rung: autoStartRung, costScale: 1, ratioScale: 1, contention: 1}
 }
 
 // current returns the rung the next frame is compressed with.
@@ -282,37 +268,13 @@ func (a *autoController) decide(prev int) {
 	perByte := float64(busy) / float64(w.enc)
 	top := len(autoLadder) - 1 // the highest rung to consider
 	link := "link-bound"
-	// A window sent uncompressed (none, or already-compressed data)
-	// measures the link bare: no codec took CPU from the pipeline while
-	// it went.
-	bare := a.rung == 0 || w.compRaw == 0
-	if !bare {
-		a.bareAge++
-		if a.bareAge >= autoBareWindows {
-			a.linkBare = false // too old: measured again below
-		}
-	}
 	switch {
 	case float64(w.write) >= autoLinkBound*float64(busy):
 		// Link-bound: the send time per byte is the link's.
-		switch {
-		case bare:
-			if !a.linkMeasured || !a.linkBare {
-				a.linkNsPerByte = 0 // the bare figure replaces the loaded one
-			}
-			a.linkNsPerByte = mix(a.linkNsPerByte, perByte)
-			a.linkBare, a.bareAge = true, 0
-		case a.linkBare:
-			// The bare figure holds: a compressing window's writes
-			// also wait for the CPU its codec took from ssh and the
-			// receiver. A faster window still bounds the link.
-			a.linkNsPerByte = min(a.linkNsPerByte, perByte)
-		default:
-			if !a.linkMeasured {
-				a.linkNsPerByte = 0
-			}
-			a.linkNsPerByte = mix(a.linkNsPerByte, perByte)
+		if !a.linkMeasured {
+			a.linkNsPerByte = 0
 		}
+		a.linkNsPerByte = mix(a.linkNsPerByte, perByte)
 		a.linkMeasured = true
 	case a.linkMeasured:
 		// Compression holds the stream back: the link is at least as
@@ -335,11 +297,6 @@ func (a *autoController) decide(prev int) {
 		a.linkNsPerByte, a.linkMeasured = a.peerNsPerByte, true
 		top, link = len(autoLadder)-1, link+",peer"
 	}
-	if a.probeFrom >= 0 {
-		// A window sent as none to measure the link: decide as from
-		// the rung it interrupted.
-		a.rung, a.probeFrom, top, link = a.probeFrom, -1, len(autoLadder)-1, link+",probed"
-	}
 	best, cur := a.rung, a.predict(a.rung)
 	bestT := cur
 	for r := range top + 1 {
@@ -350,13 +307,8 @@ func (a *autoController) decide(prev int) {
 	if bestT < autoSwitchGain*cur || (best < a.rung && bestT <= cur) {
 		a.rung = best // a cheaper rung needs no gain: as fast, less CPU
 	}
-	if a.rung > 0 && !a.linkBare && a.linkMeasured && a.peerNsPerByte == 0 {
-		// The link is known only from compressing windows (or not
-		// lately): the next window goes as none to measure it bare.
-		a.probeFrom, a.rung = a.rung, 0
-	}
 	if a.rung == 0 && w.compRaw > 0 {
-		if a.noneAge++; a.noneAge >= autoBareWindows {
+		if a.noneAge++; a.noneAge >= autoRetryWindows {
 			a.noneAge, a.rung, link = 0, 1, link+",retry"
 		}
 	} else if a.rung > 0 {
