@@ -33,9 +33,22 @@ var autoPriors = []struct{ nsPerByte, ratio float64 }{
 }
 
 // autoStartRung is the rung a stream starts on before it has measured
-// anything: zstd:1, the fixed default of earlier versions, mid-ladder so
-// that the first measurements can move it either way.
+// anything: zstd:1, mid-ladder so that the first measurements can move it
+// either way. On a slow link whose buffers take the first writes at
+// once, the link shows itself only in the receiver's reports, a dozen
+// windows in: a start on lz4 sent them with 40% more bytes than zstd:1
+// (auto 1.09× zstd:3 at 100 Mbit/s). A first window that a busy
+// scheduler starved is judged on its CPU time, not its wall time.
 const autoStartRung = 2
+
+// autoWireNsPerByte is the CPU time, in ns, that a byte on the wire costs
+// the rest of the machine beyond the codec's: ssh's crypto on both ends
+// and the receiver's reads. On cores that the codec shares with them
+// (contention above 1), a byte not sent is CPU given back: measured on
+// the lab's 2 cores at 1 Gbit/s, lz4 sent 42 MiB fewer bytes of the
+// bigfile profile for 0.1 s less CPU on both ends together, its own
+// 0.16 s included, about 6 ns per byte saved.
+const autoWireNsPerByte = 5.0
 
 // Controller tuning.
 const (
@@ -66,6 +79,14 @@ const (
 	// autoEWMA weighs a new window against what was known (1: only the new
 	// window).
 	autoEWMA = 0.5
+	// autoRetryWindows is how many windows a stream sends as none before
+	// one goes as lz4 again: the figures that made none the choice are
+	// measured only while compressing.
+	autoRetryWindows = 64
+	// autoNoShrink is the ratio at or above which a window's data is
+	// taken for incompressible (a frame the codec did not shrink goes
+	// raw and books ratio 1).
+	autoNoShrink = 0.98
 )
 
 // frameSample is what sending one frame cost, as the frame writer measured
@@ -91,13 +112,13 @@ type frameSample struct {
 
 // autoController chooses the codec of --compress auto's frames, in the
 // spirit of zstd's --adapt: it measures, per window of frames, what
-// compressing cost (wall time per raw byte, which counts the cores other
-// work takes) and saved (ratio), and how long the link took per byte
-// sent. After each window it picks the rung that minimizes the predicted
+// compressing cost (CPU time per raw byte, and the wall time over it:
+// how much of the core other work took) and saved (ratio), and how long
+// the link took per byte sent. After each window it picks the rung that minimizes the predicted
 // time per raw byte, max(compress cost, ratio × link time) (compressing
 // one frame overlaps with the link sending the previous ones) plus the
-// CPU the codec takes from the other work, more the more contended its
-// core (cpuWeight: its wall time over its CPU time), switching
+// CPU time the codec takes from the other work, weighed more the more
+// contended its core (cpuWeight: its wall time over its CPU time), switching
 // only for a gain of 5% or more up the ladder (down, for any gain: as
 // fast and cheaper). The link's time is what the receiver measured while
 // it received slower than this side wrote (peerLink: the channel's and
@@ -115,12 +136,23 @@ type frameSample struct {
 type autoController struct {
 	rung int
 	// costScale and ratioScale map the priors onto this machine and this
-	// data: measured over prior, on the rung last measured.
+	// data: measured over prior, on the rung last measured (the codec's
+	// CPU time, or its wall time where the CPU time is not measured).
 	costScale, ratioScale float64
+	// lastRatio is the ratio the last window compressed reached, on
+	// rung ratioRung: at autoNoShrink or more, the data did not shrink
+	// there, and is not expected to on a higher rung.
+	lastRatio float64
+	ratioRung int
 	// linkNsPerByte is the link's time per wire byte: measured while
 	// link-bound (linkMeasured), else a guess (0: none yet).
 	linkNsPerByte float64
 	linkMeasured  bool
+	// noneAge counts the windows sent as none in a row: after
+	// autoRetryWindows of them one goes as lz4, as what made none the
+	// choice (the data's ratio, the codec's cost, the contention) is
+	// measured only while compressing.
+	noneAge int
 	// peerNsPerByte is the link's time per wire byte as the receiver
 	// measured it (peerLink) while it received slower than this side
 	// wrote: the SSH channel's window and the sockets' buffers took the
@@ -140,6 +172,8 @@ type autoController struct {
 	contention float64
 	// decisions counts the windows decided, for tests and the report.
 	decisions int
+	// traceID numbers the controller in AutoTraceEnv's lines (0: not yet).
+	traceID int64
 }
 
 func newAutoController() *autoController {
@@ -195,7 +229,7 @@ func (a *autoController) observe(s frameSample) bool {
 		return false
 	}
 	prev := a.rung
-	a.decide()
+	a.decide(prev)
 	a.win = struct {
 		raw, compRaw, compEnc    int
 		enc                      int
@@ -205,26 +239,35 @@ func (a *autoController) observe(s frameSample) bool {
 	return a.rung != prev
 }
 
-func (a *autoController) decide() {
+func (a *autoController) decide(prev int) {
 	w := &a.win
 	if a.rung > 0 && w.compRaw > 0 {
 		p := autoPriors[a.rung]
+		// The codec's CPU time per byte where it is measured (its wall
+		// time, which a busy scheduler stretches, is that times the
+		// contention), else its wall time.
 		cost := float64(w.compress) / float64(w.compRaw)
+		if w.compCPU > 0 {
+			cost = float64(w.compCPU) / float64(w.compRaw)
+		}
 		// One window moves the cost by 4× at most: a window the
 		// scheduler starved is not the codec's speed.
 		c := min(max(cost/p.nsPerByte, a.costScale/4), a.costScale*4)
 		a.costScale = mix(a.costScale, max(c, 0.001))
-		a.ratioScale = mix(a.ratioScale, float64(w.compEnc)/float64(w.compRaw)/p.ratio)
+		a.lastRatio, a.ratioRung = float64(w.compEnc)/float64(w.compRaw), a.rung
+		a.ratioScale = mix(a.ratioScale, a.lastRatio/p.ratio)
 		if w.compCPU > 0 {
 			a.contention = mix(a.contention, min(max(float64(w.compress)/float64(w.compCPU), 1), autoMaxContention))
 		}
 	}
 	busy := w.compress + w.write
 	if busy <= 0 || w.enc == 0 {
+		a.trace(prev, 0, "idle")
 		return
 	}
 	perByte := float64(busy) / float64(w.enc)
 	top := len(autoLadder) - 1 // the highest rung to consider
+	link := "link-bound"
 	switch {
 	case float64(w.write) >= autoLinkBound*float64(busy):
 		// Link-bound: the send time per byte is the link's.
@@ -237,7 +280,7 @@ func (a *autoController) decide() {
 		// Compression holds the stream back: the link is at least as
 		// fast as this window went, and a dearer rung would be slower.
 		a.linkNsPerByte = min(a.linkNsPerByte, perByte)
-		top = a.rung
+		top, link = a.rung, "codec-bound"
 	default:
 		// Compression holds the stream back and the link was never
 		// seen blocking: guess it as fast as this window's writes went
@@ -245,14 +288,14 @@ func (a *autoController) decide() {
 		// stream down the ladder, to none if need be, where any window
 		// measures the link.
 		a.linkNsPerByte = float64(w.write) / float64(w.enc)
-		top = a.rung
+		top, link = a.rung, "codec-bound,guess"
 	}
 	if a.peerNsPerByte > 0 {
 		// The receiver got the bytes slower than they were written:
 		// the link is the bottleneck at the rate it received at, and
 		// every rung is worth considering.
 		a.linkNsPerByte, a.linkMeasured = a.peerNsPerByte, true
-		top = len(autoLadder) - 1
+		top, link = len(autoLadder)-1, link+",peer"
 	}
 	best, cur := a.rung, a.predict(a.rung)
 	bestT := cur
@@ -264,28 +307,47 @@ func (a *autoController) decide() {
 	if bestT < autoSwitchGain*cur || (best < a.rung && bestT <= cur) {
 		a.rung = best // a cheaper rung needs no gain: as fast, less CPU
 	}
+	if a.rung == 0 && w.compRaw > 0 {
+		if a.noneAge++; a.noneAge >= autoRetryWindows {
+			a.noneAge, a.rung, link = 0, 1, link+",retry"
+		}
+	} else if a.rung > 0 {
+		a.noneAge = 0
+	}
+	a.trace(prev, perByte, link)
 }
 
 // predict returns rung r's predicted time per raw byte, in ns: the larger
-// of its compression cost and the link's time for what it sends, plus
-// autoCPUWeight of the cost, the CPU it takes from the other streams and
-// the rest of the machine.
+// of its compression cost (CPU time: the time it takes on a core of its
+// own) and the link's time for what it sends, plus cpuWeight of the CPU
+// time the rung costs the machine, the codec's and what its wire bytes
+// cost ssh and the receiver (autoWireNsPerByte): on shared cores, the
+// CPU taken from the other streams and the rest of the machine, or given
+// back to them.
 func (a *autoController) predict(r int) float64 {
 	p := autoPriors[r]
 	ratio := min(1, p.ratio*a.ratioScale)
-	if r == 0 {
+	if r == 0 || (r > a.ratioRung && a.lastRatio >= autoNoShrink) {
+		// Data the rung measured did not shrink (random bytes, media
+		// the classifier let through) is not assumed to shrink on a
+		// higher rung: the priors' proportions hold for text.
 		ratio = 1
 	}
 	cost := p.nsPerByte * a.costScale
-	return max(cost, ratio*a.linkNsPerByte) + a.cpuWeight()*cost
+	return max(cost, ratio*a.linkNsPerByte) + a.cpuWeight()*(cost+autoWireNsPerByte*ratio)
 }
 
-// cpuWeight is what a ns of compression (wall) costs beyond its share of
+// cpuWeight is what a ns of the codec's CPU time costs beyond its share of
 // the stream's time: autoCPUWeight on a core of its own, and
 // autoStealWeight more per unit of contention above 1, as on a machine
-// whose cores the codec shares every ns it runs is one that the other
-// work (ssh's crypto, the receiver, the other streams) waits: on a fast
-// link with busy cores that is more than the bytes it saves.
+// whose cores the codec shares every ns of CPU it takes is one that the
+// other work (ssh's crypto, the receiver, the other streams) waits. It
+// weighs the CPU time, not the wall time: a contended codec's wall time
+// is long because the others ran meanwhile, and counting that share as
+// taken from them would count it twice (a codec that a busy scheduler
+// held at 4× its CPU time would be charged 12× its CPU, and a 1 Gbit/s
+// link whose ssh and receiver are CPU-bound, where lz4's fewer wire
+// bytes save more CPU than lz4 takes, would get none).
 func (a *autoController) cpuWeight() float64 {
 	return autoCPUWeight + autoStealWeight*(a.contention-1)
 }

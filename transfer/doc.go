@@ -108,6 +108,7 @@
 // Conn's idle timeout and Abort; frame.go — frames; codec.go — codecs;
 // autoclass.go — --skip-compress lists, magic bytes and the trial that
 // classify a file's data; autoctl.go — auto's controller (autoController);
+// autotrace.go — its decisions logged under RESTORESYNC_AUTO_TRACE;
 // autoframe.go — each frame's codec and the stats (frameCoder), and what
 // the frame writer knows of an item, and the client's reports of what it
 // received (msgRate, bookPeer); framestats.go — FrameStats, msgStats
