@@ -96,6 +96,7 @@ conns() { grep -c 'Accepted publickey' "$work/sshd.log" || true; }
 measure() { # name, command...
 	local name=$1 before after start end done
 	shift
+	sync # no run pays for the writeback of the one before
 	before=$(conns)
 	: >"$work/agents"
 	start=$(date +%s.%N)
