@@ -262,12 +262,7 @@ func TestE2EAccountsShareAgents(t *testing.T) {
 		names = append(names, n)
 	}
 	root := writeAccountTrees(t, names...)
-	dir := t.TempDir()
-	starts := filepath.Join(dir, "starts")
-	agent := filepath.Join(dir, "agent")
-	if err := os.WriteFile(agent, []byte("#!/bin/sh\necho start >> "+starts+"\nexec "+binPath+" \"$@\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	agent, started := countingAgent(t, 0)
 	homes := filepath.Join(t.TempDir(), "home")
 	args := append([]string{"restore", "--config", "none", "--accounts", strings.Join(names, ","), "--parallel", "1", "--jobs", "1", "--json"},
 		sshdArgs(srv)...)
@@ -277,11 +272,7 @@ func TestE2EAccountsShareAgents(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil || r.code != 0 {
 		t.Fatalf("exit %d, --json: %v\n%s", r.code, err, r)
 	}
-	b, err := os.ReadFile(starts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(string(b), "start"); n != 1 {
+	if n := started(); n != 1 {
 		t.Errorf("%d agents started for 4 accounts, want 1 (sizing them all, then each one's stream):\n%s", n, r)
 	}
 	for i, a := range j.Accounts {
@@ -323,15 +314,7 @@ func TestE2EAccountsKeepStreamsSetUpLate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dir := t.TempDir()
-	starts := filepath.Join(dir, "starts")
-	agent := filepath.Join(dir, "agent")
-	script := "#!/bin/sh\necho start >> " + starts + "\n" +
-		"[ \"$(wc -l < " + starts + ")\" -gt 1 ] && sleep 3\n" +
-		"exec " + binPath + " \"$@\"\n"
-	if err := os.WriteFile(agent, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	agent, started := countingAgent(t, 3)
 	homes := filepath.Join(t.TempDir(), "home")
 	args := append([]string{"restore", "--config", "none", "--accounts", strings.Join(names, ","),
 		"--parallel", "1", "--jobs", "2", "--compress", "none", "--bwlimit", "1M", "--json"}, sshdArgs(srv)...)
@@ -343,11 +326,7 @@ func TestE2EAccountsKeepStreamsSetUpLate(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil || r.code != 0 {
 		t.Fatalf("exit %d, --json: %v\n%s", r.code, err, r)
 	}
-	b, err := os.ReadFile(starts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := strings.Count(string(b), "start")
+	n := started()
 	if n > accounts-1 {
 		t.Errorf("%d agents started for %d accounts restored one after another in %v; want at most %d (streams that came up after their account was done, kept for the next):\n%s",
 			n, accounts, elapsed, accounts-1, r)
@@ -355,5 +334,30 @@ func TestE2EAccountsKeepStreamsSetUpLate(t *testing.T) {
 	t.Logf("%d agents started for %d accounts in %v", n, accounts, elapsed)
 	for _, n := range names {
 		rsyncItemize(t, []string{"-rlptDni", "--checksum"}, filepath.Join(root, n), filepath.Join(homes, n))
+	}
+}
+
+// countingAgent writes an agent for --remote-path that books each start
+// and, after the first, waits delaySeconds before it runs (an agent slow
+// to start: a loaded backup server); started counts the starts so far.
+func countingAgent(t *testing.T, delaySeconds int) (agent string, started func() int) {
+	t.Helper()
+	dir := t.TempDir()
+	starts := filepath.Join(dir, "starts")
+	agent = filepath.Join(dir, "agent")
+	script := "#!/bin/sh\necho start >> " + starts + "\n"
+	if delaySeconds > 0 {
+		script += fmt.Sprintf("[ \"$(wc -l < %s)\" -gt 1 ] && sleep %d\n", starts, delaySeconds)
+	}
+	script += "exec " + binPath + " \"$@\"\n"
+	if err := os.WriteFile(agent, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return agent, func() int {
+		b, err := os.ReadFile(starts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(string(b), "start")
 	}
 }
