@@ -357,6 +357,7 @@ func (r *chunkRun) progress(files int, bytes int64, last bool) {
 		r.ob.startDisplay(files, bytes)
 	case r.growing:
 		r.ob.startDisplay(files, bytes)
+		r.ob.grow(0, 0) // more chunks follow: the totals are partial from the start
 	default:
 		r.ob.startDisplay(-1, -1)
 	}

@@ -44,7 +44,8 @@ type WireProgress interface {
 // ListProgress is a Progress whose totals grow while the file list
 // arrives: the raw method plans the list chunk by chunk as the sender
 // walks it, so its totals are known only when the walk ends. Start then
-// gives the first chunk's totals, Grow adds each later chunk's, and
+// gives the first chunk's totals, followed at once by Grow(0, 0) (more
+// chunks follow: the totals are partial), Grow adds each later chunk's, and
 // ListDone says that the walk has ended and the totals are final (until
 // then an ETA cannot be known). A Progress that is not a ListProgress
 // gets Start(-1, -1) on such a run; a list that comes in one chunk is

@@ -187,7 +187,11 @@ func (d *barDisplay) Start(files int, bytes int64) {
 			mpb.AppendDecorators(extra))
 		return
 	}
-	d.bar = d.p.New(bytes, mpb.BarStyle(),
+	// The bar is made without a total, so that reaching one never marks
+	// it complete ("done"): while the list is streamed, the first chunk's
+	// total is passed long before the run ends. It shows the total it is
+	// given; stop completes it.
+	d.bar = d.p.New(0, mpb.BarStyle(),
 		mpb.PrependDecorators(
 			decor.Counters(decor.SizeB1024(0), "% .1f / % .1f"),
 			decor.Percentage(decor.WCSyncSpace)),
@@ -195,6 +199,7 @@ func (d *barDisplay) Start(files int, bytes int64) {
 			decor.OnComplete(rates, "done"),
 			decor.Name("  "),
 			extra))
+	d.bar.SetTotal(bytes, false)
 }
 
 // barWriter is mpb's terminal writer (cupwriter) with a default size for

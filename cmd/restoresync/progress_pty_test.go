@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/creack/pty"
 )
@@ -45,5 +46,47 @@ func TestProgressBarUnsizedPTY(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("the terminal does not show %q:\n%q", want, out)
 		}
+	}
+}
+
+// While the file list still grows, the bar never says "done": the bytes
+// done pass the first chunk's total long before the run ends, and the bar
+// keeps its rates and the growing total until the run stops.
+func TestProgressBarNotDoneWhileListing(t *testing.T) {
+	t.Parallel()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	var screen bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(&screen, ptmx)
+		done <- err
+	}()
+	d := newDisplay(progressBar, tty)
+	bd := d.(*barDisplay)
+	d.Start(2, 2<<20)
+	bd.Grow(0, 0)
+	d.Add(2, 2<<20) // the first chunk's total reached
+	time.Sleep(3 * barRefresh)
+	bd.Grow(2, 2<<20)
+	time.Sleep(3 * barRefresh)
+	bd.mu.Lock()
+	b := bd.bar
+	bd.mu.Unlock()
+	completed := b.Completed()
+	d.stop(false)
+	tty.Close()
+	if err := <-done; err != nil && !errors.Is(err, syscall.EIO) {
+		t.Fatalf("read the pty: %v", err)
+	}
+	out := ansi.ReplaceAllString(screen.String(), "")
+	if completed || strings.Contains(out, "done") {
+		t.Errorf("the bar says done (completed %v) at half of a growing total:\n%q", completed, out)
+	}
+	if !strings.Contains(out, "4.0 MiB") {
+		t.Errorf("the bar does not show the grown total 4.0 MiB:\n%q", out)
 	}
 }
