@@ -13,8 +13,9 @@ import (
 type identityFlag struct{ files *[]string }
 
 // Set adds one key file; a directory is an error, and so is a value that
-// starts with "-" and names no file: an option that -i took for its value,
-// as from rsync's "-ni --delete" or "-aHni".
+// names no file and starts with "-" or holds a ":": an option or a SRC
+// that -i took for its value, as from rsync's "-ni --delete", "-aHni" or
+// "-ni host:/src/ dst".
 func (f identityFlag) Set(v string) error {
 	fi, err := os.Stat(v)
 	if err == nil && fi.IsDir() {
@@ -22,6 +23,9 @@ func (f identityFlag) Set(v string) error {
 	}
 	if err != nil && strings.HasPrefix(v, "-") {
 		return fmt.Errorf("%s is an option, not a private key file (-i is ssh's --identity; rsync's -i is --itemize-changes, written out here)", v)
+	}
+	if err != nil && strings.Contains(v, ":") {
+		return fmt.Errorf("%s is a location, not a private key file (-i is ssh's --identity; rsync's -i is --itemize-changes, written out here)", v)
 	}
 	*f.files = append(*f.files, v)
 	return nil

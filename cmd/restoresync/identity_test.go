@@ -40,6 +40,15 @@ func TestIdentityFlagRefusesADirectory(t *testing.T) {
 			t.Errorf("restore %s SRC DST made %s: %v", strings.Join(args, " "), out, err)
 		}
 	}
+	// -i takes a remote SRC ("restore -ni host:/src/ dst", as with rsync):
+	// refused, naming --itemize-changes, not "takes at least 2 arguments".
+	for _, srcArg := range []string{"backup:/home/alice/", "ssh://root@backup/home/alice"} {
+		out := filepath.Join(t.TempDir(), "out")
+		r := runIn(t, "restore", "-ni", srcArg, out)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--itemize-changes") {
+			t.Errorf("restore -ni %s DST: want exit %d naming --itemize-changes:\n%s", srcArg, exitUsage, r)
+		}
+	}
 	key := filepath.Join(t.TempDir(), "id_ed25519") // need not exist for a local restore
 	if r := runIn(t, "restore", "-i", key, src, filepath.Join(t.TempDir(), "ok")); r.code != 0 {
 		t.Errorf("restore -i KEYFILE SRC DST (local): %s", r)
