@@ -12,6 +12,10 @@ import (
 // and restore DST into the next argument.
 type identityFlag struct{ files *[]string }
 
+// identityHint ends the errors of a value -i refuses: what rsync's users
+// meant by -i.
+const identityHint = "(-i is ssh's --identity; rsync's -i is --itemize-changes, written out here)"
+
 // Set adds one key file; a directory is an error, and so is a value that
 // names no file and starts with "-" or holds a ":": an option or a SRC
 // that -i took for its value, as from rsync's "-ni --delete", "-aHni" or
@@ -19,13 +23,13 @@ type identityFlag struct{ files *[]string }
 func (f identityFlag) Set(v string) error {
 	fi, err := os.Stat(v)
 	if err == nil && fi.IsDir() {
-		return fmt.Errorf("%s is a directory, not a private key file (-i is ssh's --identity; rsync's -i is --itemize-changes, written out here)", v)
+		return fmt.Errorf("%s is a directory, not a private key file %s", v, identityHint)
 	}
 	if err != nil && strings.HasPrefix(v, "-") {
-		return fmt.Errorf("%s is an option, not a private key file (-i is ssh's --identity; rsync's -i is --itemize-changes, written out here)", v)
+		return fmt.Errorf("%s is an option, not a private key file %s", v, identityHint)
 	}
 	if err != nil && strings.Contains(v, ":") {
-		return fmt.Errorf("%s is a location, not a private key file (-i is ssh's --identity; rsync's -i is --itemize-changes, written out here)", v)
+		return fmt.Errorf("%s is a location, not a private key file %s", v, identityHint)
 	}
 	*f.files = append(*f.files, v)
 	return nil
