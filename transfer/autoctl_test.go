@@ -222,23 +222,26 @@ func TestAutoControllerPeerSlowLink(t *testing.T) {
 }
 
 // TestFrameCoderPeerIntervals checks how the receiver's reports are
-// booked: an interval in which the sender mostly waited for requests
-// measures the link at the receiver's wait per byte (and the stats count
-// it); one in which the sender was busy does not.
+// booked: an interval in which the sender mostly waited for requests, its
+// sending goroutine with nothing to send, measures the link at the
+// receiver's wait per byte (and the stats count it); one in which the
+// sender was busy does not, nor one in which its reader of requests
+// waited while its sending goroutine compressed the last request's
+// frames (the receiver waited for the codec, not for the link).
 func TestFrameCoderPeerIntervals(t *testing.T) {
 	fc, err := newFrameCoder(Compression{Codec: CodecAuto})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Unix(1000, 0)
-	report := func(recv int64, wait, idle time.Duration, at time.Duration) {
-		fc.peer = peerRecv{recvBytes: recv, recvWait: wait, idle: idle, write: fc.write, at: t0.Add(at)}
+	report := func(recv int64, wait, idle, sendIdle time.Duration, at time.Duration) {
+		fc.peer = peerRecv{recvBytes: recv, recvWait: wait, idle: idle, sendIdle: sendIdle, write: fc.write, at: t0.Add(at)}
 		fc.peerFresh = true
 		fc.bookPeer()
 	}
-	report(0, 0, 0, 0)
+	report(0, 0, 0, 0, 0)
 	// 4 MiB in 2 s, the sender idle 1.8 s of them: 500 ns per byte.
-	report(4<<20, 2*time.Second, 1800*time.Millisecond, 2*time.Second)
+	report(4<<20, 2*time.Second, 1800*time.Millisecond, 1700*time.Millisecond, 2*time.Second)
 	if ns := fc.auto.peerNsPerByte; ns < 450 || ns > 550 {
 		t.Errorf("link %.0f ns/byte from the receiver, want about 500", ns)
 	}
@@ -246,14 +249,25 @@ func TestFrameCoderPeerIntervals(t *testing.T) {
 		t.Errorf("stats count %d bytes in %.2f s, want 4 MiB in 2 s", fc.stats.PeerBytes, fc.stats.PeerSeconds)
 	}
 	// Less than peerMinBytes: the interval goes on.
-	report(4<<20+1000, 3*time.Second, 2800*time.Millisecond, 3*time.Second)
+	report(4<<20+1000, 3*time.Second, 2800*time.Millisecond, 2700*time.Millisecond, 3*time.Second)
 	if fc.peerPrev.recvBytes != 4<<20 {
 		t.Errorf("a short interval was booked")
 	}
 	// The sender busy (idle 0.1 s of 1 s): the receiver waited for it.
-	report(8<<20, 3500*time.Millisecond, 1900*time.Millisecond, 4*time.Second)
+	report(8<<20, 3500*time.Millisecond, 1900*time.Millisecond, 1800*time.Millisecond, 4*time.Second)
 	if fc.auto.peerNsPerByte != 0 || fc.stats.PeerBytes != 4<<20 {
 		t.Errorf("a busy sender's interval measured the link: %.0f ns/byte, %d bytes", fc.auto.peerNsPerByte, fc.stats.PeerBytes)
+	}
+	// Back on the link for a second, then the reader of requests idle
+	// 0.9 s of 1 s while the sending goroutine waited 0.1 s: the
+	// receiver waited for the codec.
+	report(12<<20, 5500*time.Millisecond, 2800*time.Millisecond, 2700*time.Millisecond, 5*time.Second)
+	if fc.auto.peerNsPerByte == 0 {
+		t.Fatalf("an idle sender's interval did not measure the link")
+	}
+	report(16<<20, 6400*time.Millisecond, 3700*time.Millisecond, 2800*time.Millisecond, 6*time.Second)
+	if fc.auto.peerNsPerByte != 0 || fc.stats.PeerBytes != 8<<20 {
+		t.Errorf("an interval of a busy codec measured the link: %.0f ns/byte, %d bytes", fc.auto.peerNsPerByte, fc.stats.PeerBytes)
 	}
 }
 

@@ -51,6 +51,27 @@ type frameCoder struct {
 	lastCPU            time.Duration
 	peer, peerPrev     peerRecv
 	peerFresh, peerOne bool
+	// sendIdle is the time the sending goroutine has waited for a frame
+	// to send, sendWaitFrom when its current wait began (zero: not
+	// waiting).
+	sendIdle     time.Duration
+	sendWaitFrom time.Time
+}
+
+// sendWaiting books the start (true) or the end of a wait of the sending
+// goroutine for a frame to send.
+func (fc *frameCoder) sendWaiting(waiting bool) {
+	now := time.Now()
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	if waiting {
+		fc.sendWaitFrom = now
+		return
+	}
+	if !fc.sendWaitFrom.IsZero() {
+		fc.sendIdle += now.Sub(fc.sendWaitFrom)
+		fc.sendWaitFrom = time.Time{}
+	}
 }
 
 // peerRecv is a receiver's report of what it has received (msgRate), with
@@ -61,9 +82,10 @@ type peerRecv struct {
 	recvBytes int64
 	recvWait  time.Duration
 	// idle is the time this side had waited for the receiver's next
-	// request, write its time in Write, at when it read the report.
-	idle, write time.Duration
-	at          time.Time
+	// request, write its time in Write, sendIdle the time its sending
+	// goroutine had waited for frames, at when it read the report.
+	idle, write, sendIdle time.Duration
+	at                    time.Time
 }
 
 // Receiver reports (msgRate) cover intervals of at least peerMinBytes
@@ -85,7 +107,11 @@ func (fc *frameCoder) peerReceived(recvBytes int64, recvWait, idle time.Duration
 	now := time.Now()
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
-	fc.peer = peerRecv{recvBytes: recvBytes, recvWait: recvWait, idle: idle, write: fc.write, at: now}
+	sendIdle := fc.sendIdle
+	if !fc.sendWaitFrom.IsZero() {
+		sendIdle += now.Sub(fc.sendWaitFrom)
+	}
+	fc.peer = peerRecv{recvBytes: recvBytes, recvWait: recvWait, idle: idle, write: fc.write, sendIdle: sendIdle, at: now}
 	fc.peerFresh = true
 }
 
@@ -112,7 +138,12 @@ func (fc *frameCoder) bookPeer() {
 	}
 	prev := fc.peerPrev
 	dB, dwait := cur.recvBytes-prev.recvBytes, cur.recvWait-prev.recvWait
-	dta, didle, dw := cur.at.Sub(prev.at), cur.idle-prev.idle, cur.write-prev.write
+	dta, dw := cur.at.Sub(prev.at), cur.write-prev.write
+	// This side waited for the receiver only while both its reader of
+	// requests and its sending goroutine waited: a reader waiting for
+	// the next request while the frames of the last one are still being
+	// compressed (up to frameQueue of them) waits for the codec.
+	didle := min(cur.idle-prev.idle, cur.sendIdle-prev.sendIdle)
 	if dB < peerMinBytes || dta <= 0 {
 		return // the interval goes on
 	}

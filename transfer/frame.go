@@ -121,7 +121,11 @@ func putFrameHeader(room []byte, c Codec, rawLen, encLen int) int {
 func (fw *frameWriter) run(w io.Writer) {
 	defer close(fw.done)
 	enc := make([]byte, frameHdrRoom)
-	for f := range fw.ch {
+	for {
+		f, ok := fw.next()
+		if !ok {
+			return
+		}
 		b := f.b
 		frame := *b // the header room, then the data
 		raw := frame[frameHdrRoom:]
@@ -140,6 +144,21 @@ func (fw *frameWriter) run(w io.Writer) {
 		*b = frame[:frameHdrRoom]
 		sendPool.Put(b)
 	}
+}
+
+// next takes the next frame off the queue; a wait for one (the producer
+// has nothing ready: it is reading, or waiting for the receiver's next
+// request) is booked as the sending goroutine's idle time.
+func (fw *frameWriter) next() (sendFrame, bool) {
+	select {
+	case f, ok := <-fw.ch:
+		return f, ok
+	default:
+	}
+	fw.coder.sendWaiting(true)
+	f, ok := <-fw.ch
+	fw.coder.sendWaiting(false)
+	return f, ok
 }
 
 // Write buffers p; full frames are handed to the sending goroutine. It
