@@ -15,10 +15,13 @@ import (
 // controller that climbed to it on a long run (a slow or busy receiver
 // looks like a slow link) made an in-process pull of 200,000 files peak
 // at 92 MiB of heap, where 50,000 files took 21 MiB.
-var autoLadder = []Compression{
+var autoLadder = [autoRungs]Compression{
 	{CodecNone, 0}, {CodecLZ4, 0},
 	{CodecZstd, 1}, {CodecZstd, 3}, {CodecZstd, 9},
 }
+
+// autoRungs is the number of autoLadder's rungs.
+const autoRungs = 5
 
 // autoPriors are each rung's compression cost (ns per raw byte, one core)
 // and ratio (compressed over raw bytes) on text, from BenchmarkCodecs/text
@@ -27,7 +30,7 @@ var autoLadder = []Compression{
 // zstd:19 16 MB/s, 3.6). Only their proportions matter: the controller
 // scales them by what it measures on the rung it runs (the machine's
 // speed, the cores left, the data's compressibility).
-var autoPriors = []struct{ nsPerByte, ratio float64 }{
+var autoPriors = [autoRungs]struct{ nsPerByte, ratio float64 }{
 	{0, 1}, {5.3, 0.453},
 	{8.5, 0.318}, {9.1, 0.300}, {15, 0.290},
 }
@@ -87,6 +90,21 @@ const (
 	// taken for incompressible (a frame the codec did not shrink goes
 	// raw and books ratio 1).
 	autoNoShrink = 0.98
+	// autoProbeEvery is how many windows a stream sends on a compressing
+	// rung before it sends autoProbeWindows on the rung below, unless
+	// that rung's measured time is fresh. The first autoMeasSkip windows
+	// on a rung are not measured: the frame queue, the SSH window and
+	// the sockets' buffers (a few MiB) held frames of the old rung, and
+	// the receiver's requests, which pace the sender, follow what it
+	// received. autoMeasFresh is how many windows a rung's measured time
+	// stays fresh.
+	autoProbeEvery   = 8
+	autoProbeWindows = 8
+	autoMeasSkip     = 4
+	autoMeasFresh    = 64
+	// autoMeasShare is the share of a window's raw bytes that must have
+	// gone through the current rung for the window to measure the rung.
+	autoMeasShare = 0.9
 )
 
 // frameSample is what sending one frame cost, as the frame writer measured
@@ -104,6 +122,10 @@ type frameSample struct {
 	// compressCPU is the CPU time of the compression (0: not measured):
 	// compress over it is how contended the core was.
 	compressCPU time.Duration
+	// idle is the time the sending goroutine waited for this frame (the
+	// producer had nothing ready): with compress and write, the wall
+	// time the frame took the stream.
+	idle time.Duration
 	// skipped marks a frame sent uncompressed because most of it is
 	// already-compressed data, without a trial: it measures the link,
 	// not a codec.
@@ -160,11 +182,22 @@ type autoController struct {
 	// report showed the receiver keeping up.
 	peerNsPerByte float64
 	// The window being gathered.
-	win struct {
-		raw, compRaw, compEnc    int
-		enc                      int
-		compress, write, compCPU time.Duration
-	}
+	win autoWindow
+	// meas is each rung's measured wall time per raw byte (ns, EWMA; 0:
+	// never measured): the time the stream took per byte while on the
+	// rung, whatever bounded it (the link, the codec, the receiver, the
+	// round trips), and measAge the windows decided since it was last
+	// measured. The model's predictions rest on what the samples say of
+	// the link and the codec, and a pipeline bound by round trips or by
+	// cores shared with the receiver makes the link look slower the
+	// more a rung compresses; meas is what each rung achieved.
+	meas    [autoRungs]float64
+	measAge [autoRungs]int
+	// onRung counts the windows decided on the current rung in a row
+	// (below autoMeasSkip, the window being gathered is not measured);
+	// probe is what is left of a probe of the rung below (0: none),
+	// probeFrom the rung it probes from.
+	onRung, probe, probeFrom int
 	// contention is the codec's wall time over its CPU time (EWMA; 1:
 	// it had a core to itself, or not measured): above 1, other work
 	// waited for the core, and the CPU compression takes is taken from
@@ -174,6 +207,13 @@ type autoController struct {
 	decisions int
 	// traceID numbers the controller in AutoTraceEnv's lines (0: not yet).
 	traceID int64
+}
+
+// autoWindow is what the frames of one window cost.
+type autoWindow struct {
+	raw, compRaw, compEnc          int
+	enc                            int
+	compress, write, compCPU, idle time.Duration
 }
 
 func newAutoController() *autoController {
@@ -219,6 +259,7 @@ func (a *autoController) observe(s frameSample) bool {
 	w.raw += s.raw
 	w.enc += s.enc
 	w.write += s.write
+	w.idle += s.idle
 	if !s.skipped && s.rung == a.rung {
 		w.compRaw += s.raw
 		w.compEnc += s.enc
@@ -229,14 +270,67 @@ func (a *autoController) observe(s frameSample) bool {
 		return false
 	}
 	prev := a.rung
-	a.decide(prev)
-	a.win = struct {
-		raw, compRaw, compEnc    int
-		enc                      int
-		compress, write, compCPU time.Duration
-	}{}
+	a.measure()
+	if a.probe > 0 {
+		a.probeStep(prev)
+	} else {
+		a.decide(prev)
+	}
+	if a.rung == prev {
+		a.onRung++
+	} else {
+		a.onRung = 0
+	}
+	a.win = autoWindow{}
 	a.decisions++
 	return a.rung != prev
+}
+
+// measure books the window's wall time per raw byte as the current
+// rung's, when most of the window went through it, and ages the other
+// rungs' measurements. A rung's first autoMeasSkip windows after a
+// switch are not measured.
+func (a *autoController) measure() {
+	for r := range a.measAge {
+		a.measAge[r]++
+	}
+	w := &a.win
+	if w.raw == 0 || float64(w.compRaw) < autoMeasShare*float64(w.raw) {
+		return
+	}
+	if a.onRung < autoMeasSkip {
+		return // what the queues and buffers held went at the old rung's pace
+	}
+	wall := float64(w.compress+w.write+w.idle) / float64(w.raw)
+	if wall <= 0 {
+		return
+	}
+	r := a.rung
+	if a.measAge[r] > autoMeasFresh {
+		a.meas[r] = 0
+	}
+	a.meas[r], a.measAge[r] = mix(a.meas[r], wall), 0
+}
+
+// fresh reports whether rung r's measured time is recent enough to
+// weigh against the model.
+func (a *autoController) fresh(r int) bool {
+	return a.meas[r] > 0 && a.measAge[r] <= autoMeasFresh
+}
+
+// probeStep runs a probe's windows; at its end the stream stays on the
+// rung below when that measured faster, else goes back.
+func (a *autoController) probeStep(prev int) {
+	if a.probe--; a.probe > 0 {
+		a.trace(prev, 0, "probe")
+		return
+	}
+	if a.fresh(a.rung) && a.fresh(a.probeFrom) && a.meas[a.rung] < a.meas[a.probeFrom] {
+		a.trace(prev, 0, "probe,lower")
+		return
+	}
+	a.rung = a.probeFrom
+	a.trace(prev, 0, "probe,back")
 }
 
 func (a *autoController) decide(prev int) {
@@ -304,8 +398,34 @@ func (a *autoController) decide(prev int) {
 			best, bestT = r, t
 		}
 	}
-	if bestT < autoSwitchGain*cur || (best < a.rung && bestT <= cur) {
+	if best > a.rung && a.rung > 0 && a.fresh(a.rung-1) {
+		// Climbing where the rungs below have measured times: one rung
+		// at a time, each measured before the next (the model's view of
+		// the link may be what compressing more made it).
+		if !a.fresh(a.rung) {
+			best, bestT = a.rung, cur
+		} else {
+			best, bestT = a.rung+1, a.predict(a.rung+1)
+		}
+	} else if best > a.rung+1 && a.fresh(a.rung) {
+		best, bestT = a.rung+1, a.predict(a.rung+1)
+	}
+	switch {
+	case a.rung > 0 && a.fresh(a.rung-1) && a.fresh(a.rung) && a.meas[a.rung-1] < a.meas[a.rung]:
+		// The rung below measured faster, whatever the model says
+		// (cheaper needs no gain, as in the model's own choice).
+		a.rung, link = a.rung-1, link+",measured-lower"
+	case best > a.rung && a.fresh(best) && a.fresh(a.rung) && a.meas[best] > autoSwitchGain*a.meas[a.rung]:
+		// A dearer rung the model prefers did not measure faster.
+		link += ",measured-stay"
+	case bestT < autoSwitchGain*cur || (best < a.rung && bestT <= cur):
 		a.rung = best // a cheaper rung needs no gain: as fast, less CPU
+	}
+	if a.rung == prev && a.rung > 0 && a.onRung >= autoProbeEvery && !a.fresh(a.rung-1) {
+		// Measure the rung below now and then: the model's view of
+		// the link may favour the dearer rung where it is not faster.
+		a.probe, a.probeFrom = autoProbeWindows, a.rung
+		a.rung, link = a.rung-1, link+",probe"
 	}
 	if a.rung == 0 && w.compRaw > 0 {
 		if a.noneAge++; a.noneAge >= autoRetryWindows {

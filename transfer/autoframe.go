@@ -38,7 +38,7 @@ type frameCoder struct {
 	fixed     Compression
 	fixedComp compressor
 	auto      *autoController
-	comps     [5]compressor // autoLadder's, made when first used
+	comps     [autoRungs]compressor // autoLadder's, made when first used
 
 	mu    sync.Mutex
 	stats FrameStats
@@ -56,6 +56,9 @@ type frameCoder struct {
 	// waiting).
 	sendIdle     time.Duration
 	sendWaitFrom time.Time
+	// frameIdle is the sending goroutine's wait for the frame being sent,
+	// which book hands to the controller.
+	frameIdle time.Duration
 }
 
 // sendWaiting books the start (true) or the end of a wait of the sending
@@ -69,7 +72,9 @@ func (fc *frameCoder) sendWaiting(waiting bool) {
 		return
 	}
 	if !fc.sendWaitFrom.IsZero() {
-		fc.sendIdle += now.Sub(fc.sendWaitFrom)
+		d := now.Sub(fc.sendWaitFrom)
+		fc.sendIdle += d
+		fc.frameIdle += d
 		fc.sendWaitFrom = time.Time{}
 	}
 }
@@ -247,9 +252,10 @@ func (fc *frameCoder) book(tried Compression, meta frameMeta, rawLen, encLen, wi
 	defer fc.mu.Unlock()
 	fc.bookPeer()
 	if fc.auto != nil {
-		fc.auto.observe(frameSample{rung: slices.Index(autoLadder, tried), raw: rawLen, enc: encLen,
-			compress: compress, compressCPU: fc.lastCPU, write: write, skipped: skipped})
+		fc.auto.observe(frameSample{rung: slices.Index(autoLadder[:], tried), raw: rawLen, enc: encLen,
+			compress: compress, compressCPU: fc.lastCPU, write: write, idle: fc.frameIdle, skipped: skipped})
 	}
+	fc.frameIdle = 0
 	cpu := fc.lastCPU
 	fc.lastCPU = 0
 	fc.write += write

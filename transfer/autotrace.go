@@ -47,8 +47,14 @@ func (a *autoController) trace(prev int, busy float64, link string) {
 		os.Getpid(), a.traceID, a.decisions, rungName0(prev), w.raw, w.enc, w.compRaw, w.compEnc,
 		float64(w.compress)/1e6, float64(w.compCPU)/1e6, float64(w.write)/1e6, busy, link,
 		a.linkNsPerByte, a.linkMeasured, a.peerNsPerByte, a.contention, a.costScale, a.ratioScale)
+	line += fmt.Sprintf(" idle_ms=%.2f", float64(w.idle)/1e6)
 	for r := range autoLadder {
 		line += fmt.Sprintf(" p[%s]=%.2f", rungName0(r), a.predict(r))
+	}
+	for r := range autoLadder {
+		if a.fresh(r) {
+			line += fmt.Sprintf(" m[%s]=%.2f", rungName0(r), a.meas[r])
+		}
 	}
 	line += fmt.Sprintf(" -> %s\n", rungName0(a.rung))
 	autoTraceOut.Write([]byte(line))
