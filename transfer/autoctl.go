@@ -152,9 +152,12 @@ type frameSample struct {
 // as fast as the writes went, so the stream moves down the ladder, to
 // none if need be, where any window measures the link:
 // a fast link with busy cores ends on none, a slow one on a level as high
-// as the CPU keeps up with. Its decisions are a pure function of the samples it was
-// given: no clock. Not safe for concurrent use: one frame writer's
-// sending goroutine owns it.
+// as the CPU keeps up with. The model is checked against each rung's
+// measured wall time per raw byte (meas): a faster rung below is taken,
+// a dearer one that measured no faster is not, and a compressing rung
+// probes the one below now and then. Its decisions are a pure function
+// of the samples it was given: no clock. Not safe for concurrent use:
+// one frame writer's sending goroutine owns it.
 type autoController struct {
 	rung int
 	// costScale and ratioScale map the priors onto this machine and this
