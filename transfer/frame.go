@@ -74,8 +74,9 @@ type frameWriter struct {
 	item itemState
 	ch   chan sendFrame
 	done chan struct{}
-	mu   sync.Mutex
-	err  error
+	// err is the first error the sending goroutine met (nil: none);
+	// Err is read on every Write, so it is an atomic, not a mutex.
+	err atomic.Pointer[error]
 }
 
 // newFrameWriter returns a writer of frames of c on w; with --compress
@@ -93,18 +94,20 @@ func newFrameWriter(w io.Writer, c Compression) (*frameWriter, error) {
 	return fw, nil
 }
 
+// setErr keeps err if it is the first error; safe for concurrent use.
 func (fw *frameWriter) setErr(err error) {
-	fw.mu.Lock()
-	if fw.err == nil {
-		fw.err = err
+	if err != nil {
+		fw.err.CompareAndSwap(nil, &err)
 	}
-	fw.mu.Unlock()
 }
 
+// Err returns the first error the sending goroutine met; safe for
+// concurrent use.
 func (fw *frameWriter) Err() error {
-	fw.mu.Lock()
-	defer fw.mu.Unlock()
-	return fw.err
+	if p := fw.err.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // putFrameHeader writes the header of a frame of codec c, rawLen bytes
