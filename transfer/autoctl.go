@@ -92,7 +92,7 @@ const (
 	autoNoShrink = 0.98
 	// autoProbeEvery is how many windows a stream sends on a compressing
 	// rung before it sends autoProbeWindows on the rung below, unless
-	// that rung was measured in the last autoProbeAgain windows. The first autoMeasSkip windows
+	// that rung's measured time is fresh. The first autoMeasSkip windows
 	// on a rung are not measured: the frame queue, the SSH window and
 	// the sockets' buffers (a few MiB) held frames of the old rung, and
 	// the receiver's requests, which pace the sender, follow what it
@@ -102,14 +102,9 @@ const (
 	autoProbeWindows = 8
 	autoMeasSkip     = 4
 	autoMeasFresh    = 64
-	// autoProbeAgain is how old (in windows) the rung below's measured
-	// time must be for another probe: a probe sends 8 windows on a rung
-	// that may be slower, at most 3% of a long run's.
-	autoProbeAgain = 256
-	// autoMeasBytes is how many of a window's raw bytes must have gone
-	// through the current rung (not skipped as already compressed) for
-	// the window to measure the rung.
-	autoMeasBytes = 2 * frameRawBytes
+	// autoMeasShare is the share of a window's raw bytes that must have
+	// gone through the current rung for the window to measure the rung.
+	autoMeasShare = 0.9
 )
 
 // frameSample is what sending one frame cost, as the frame writer measured
@@ -206,9 +201,6 @@ type autoController struct {
 	// probe is what is left of a probe of the rung below (0: none),
 	// probeFrom the rung it probes from.
 	onRung, probe, probeFrom int
-	// climbTo is the rung a climb is on its way to, one rung at a time
-	// (0: none): each step after the first needs no gain of its own.
-	climbTo int
 	// contention is the codec's wall time over its CPU time (EWMA; 1:
 	// it had a core to itself, or not measured): above 1, other work
 	// waited for the core, and the CPU compression takes is taken from
@@ -225,9 +217,6 @@ type autoWindow struct {
 	raw, compRaw, compEnc          int
 	enc                            int
 	compress, write, compCPU, idle time.Duration
-	// compWall is the wall time (compress, write and idle) of the
-	// frames that went through the current rung.
-	compWall time.Duration
 }
 
 func newAutoController() *autoController {
@@ -279,7 +268,6 @@ func (a *autoController) observe(s frameSample) bool {
 		w.compEnc += s.enc
 		w.compress += s.compress
 		w.compCPU += s.compressCPU
-		w.compWall += s.compress + s.write + s.idle
 	}
 	if w.raw < autoWindowBytes {
 		return false
@@ -310,13 +298,13 @@ func (a *autoController) measure() {
 		a.measAge[r]++
 	}
 	w := &a.win
-	if w.compRaw < autoMeasBytes {
+	if w.raw == 0 || float64(w.compRaw) < autoMeasShare*float64(w.raw) {
 		return
 	}
 	if a.onRung < autoMeasSkip {
 		return // what the queues and buffers held went at the old rung's pace
 	}
-	wall := float64(w.compWall) / float64(w.compRaw)
+	wall := float64(w.compress+w.write+w.idle) / float64(w.raw)
 	if wall <= 0 {
 		return
 	}
@@ -413,36 +401,30 @@ func (a *autoController) decide(prev int) {
 			best, bestT = r, t
 		}
 	}
-	// Up the ladder one rung at a time, from a rung whose time was
-	// measured, towards the model's choice: the model's view of the link
-	// may be what compressing more made it, and the measured times are
-	// what tells.
-	next := best
-	if best > a.rung {
-		next = a.rung + 1
+	if best > a.rung && a.rung > 0 && a.fresh(a.rung-1) {
+		// Climbing where the rungs below have measured times: one rung
+		// at a time, each measured before the next (the model's view of
+		// the link may be what compressing more made it).
+		if !a.fresh(a.rung) {
+			best, bestT = a.rung, cur
+		} else {
+			best, bestT = a.rung+1, a.predict(a.rung+1)
+		}
+	} else if best > a.rung+1 && a.fresh(a.rung) {
+		best, bestT = a.rung+1, a.predict(a.rung+1)
 	}
 	switch {
 	case a.rung > 0 && a.fresh(a.rung-1) && a.fresh(a.rung) && a.meas[a.rung-1] < a.meas[a.rung]:
 		// The rung below measured faster, whatever the model says
 		// (cheaper needs no gain, as in the model's own choice).
 		a.rung, link = a.rung-1, link+",measured-lower"
-	case best > a.rung && !a.fresh(a.rung):
-		link += ",unmeasured"
-	case best > a.rung && a.fresh(next) && a.meas[next] > autoSwitchGain*a.meas[a.rung]:
-		// The dearer rung did not measure faster.
+	case best > a.rung && a.fresh(best) && a.fresh(a.rung) && a.meas[best] > autoSwitchGain*a.meas[a.rung]:
+		// A dearer rung the model prefers did not measure faster.
 		link += ",measured-stay"
-	case bestT < autoSwitchGain*cur || (best < a.rung && bestT <= cur) || (best > a.rung && a.climbTo > a.rung && bestT < cur):
-		// A cheaper rung needs no gain (as fast, less CPU), nor does the
-		// next step of a climb the model still wants.
-		if best > a.rung {
-			a.climbTo = best
-		}
-		a.rung = next
+	case bestT < autoSwitchGain*cur || (best < a.rung && bestT <= cur):
+		a.rung = best // a cheaper rung needs no gain: as fast, less CPU
 	}
-	if a.climbTo <= a.rung || best <= a.rung {
-		a.climbTo = 0
-	}
-	if a.rung == prev && a.rung > 0 && a.onRung >= autoProbeEvery && (a.meas[a.rung-1] == 0 || a.measAge[a.rung-1] > autoProbeAgain) {
+	if a.rung == prev && a.rung > 0 && a.onRung >= autoProbeEvery && !a.fresh(a.rung-1) {
 		// Measure the rung below now and then: the model's view of
 		// the link may favour the dearer rung where it is not faster.
 		a.probe, a.probeFrom = autoProbeWindows, a.rung
