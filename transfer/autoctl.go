@@ -102,9 +102,6 @@ const (
 	autoProbeWindows = 8
 	autoMeasSkip     = 4
 	autoMeasFresh    = 64
-	// autoMeasStep bounds how far one window moves a rung's measured
-	// time: by this factor, up or down.
-	autoMeasStep = 2.0
 	// autoMeasShare is the share of a window's raw bytes that must have
 	// gone through the current rung for the window to measure the rung.
 	autoMeasShare = 0.9
@@ -314,13 +311,6 @@ func (a *autoController) measure() {
 	r := a.rung
 	if a.measAge[r] > autoMeasFresh {
 		a.meas[r] = 0
-	}
-	if m := a.meas[r]; m > 0 {
-		// One window moves the measured time by 2× at most: a window
-		// in which the stream stalled (a scheduler's pause, another
-		// stream's set-up) is not the rung's speed, and the rung it
-		// made look slow would be left for 64 windows.
-		wall = min(max(wall, m/autoMeasStep), m*autoMeasStep)
 	}
 	a.meas[r], a.measAge[r] = mix(a.meas[r], wall), 0
 }

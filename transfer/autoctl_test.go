@@ -243,36 +243,6 @@ func TestAutoControllerMeasuresRoundTrips(t *testing.T) {
 	}
 }
 
-// TestAutoControllerMeasuredStall checks that one window in which the
-// stream stalled (it waited 50× its compression time for frames: a
-// scheduler's pause, another stream's set-up) does not send a 1 Gbit/s stream from lz4 to
-// none for the 64 windows its measured time stays fresh: after it, the
-// stream is on none for at most a probe's windows.
-func TestAutoControllerMeasuredStall(t *testing.T) {
-	w := autoWorld{costScale: 1, ratioScale: 1, linkNsPerByte: 8.5}
-	a := newAutoController()
-	if got := rungName(settled(t, w.run(a, 400))); got != "lz4" {
-		t.Fatalf("settled on %s, want lz4", got)
-	}
-	// Until a probe of none is back: none's measured time is fresh,
-	// and slower than lz4's.
-	for n := 0; a.current() != 1 || !a.fresh(0) || a.onRung < autoMeasSkip; n++ {
-		if n > 1000 {
-			t.Fatalf("no probe of none came back to lz4 (meas %v, ages %v)", a.meas, a.measAge)
-		}
-		a.observe(w.frame(a.current()))
-	}
-	for range autoWindowBytes / frameRawBytes {
-		s := w.frame(a.current())
-		s.idle = 50 * s.compress
-		a.observe(s)
-	}
-	after := w.run(a, 4*64)
-	if n := count(after, 0); n > 4*autoProbeWindows {
-		t.Errorf("none on %d of the %d frames after a stalled window, want %d at most (rungs %v)", n, len(after), 4*autoProbeWindows, after)
-	}
-}
-
 func count(rungs []int, r int) int {
 	n := 0
 	for _, x := range rungs {
