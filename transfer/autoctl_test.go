@@ -330,17 +330,10 @@ func TestFrameCoderPeerIntervals(t *testing.T) {
 }
 
 // contended is w on cores shared with other work: compressing takes c
-// times its CPU time in wall time (the rest the core ran others).
+// times its CPU time in wall time (the rest the core ran others), as a
+// recordedWorld whose every window has contention c.
 func contended(w autoWorld, c float64, a *autoController, n int) []int {
-	var rungs []int
-	for range n {
-		r := a.current()
-		rungs = append(rungs, r)
-		s := w.frame(r)
-		s.compressCPU = time.Duration(float64(s.compress) / c)
-		a.observe(s)
-	}
-	return rungs
+	return recordedWorld{autoWorld: w, cpuScale: w.costScale / c, contention: []float64{c}}.run(a, n)
 }
 
 // TestAutoControllerCountsStolenCPU checks the controller on cores that
