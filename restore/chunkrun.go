@@ -342,7 +342,7 @@ func (r *chunkRun) closeDir(cs *chunkState) {
 // progress gives a chunk's totals to the display: a list of one chunk
 // as it is, else the first chunk's and the others' as growth.
 func (r *chunkRun) progress(files int, bytes int64, last bool) {
-	r.ob.addTotals(files, bytes)
+	r.ob.addTotals(files, bytes, last)
 	if r.started {
 		if r.growing {
 			r.ob.grow(files, bytes)

@@ -44,6 +44,10 @@ type jobsSample struct {
 	doneFiles, totalFiles int
 	// streams is the number of streams open.
 	streams int
+	// listing says the totals are partial: the sender is still walking
+	// the tree, and the work left is at least what is listed and not
+	// done, plus what the walk has yet to find.
+	listing bool
 }
 
 // work is the sample's work done and total, in bytes (jobsFileBytes per
@@ -55,7 +59,10 @@ func (s jobsSample) work() (done, total float64) {
 
 // jobsController decides when --jobs auto opens one more stream: after a
 // stream count was measured for jobsMeasureTicks, if the work left at the
-// measured rate would take jobsPayback times a connection's setup or more,
+// measured rate would take jobsPayback times a connection's setup or more
+// (or is not known yet: the sender still walks a tree whose listed part
+// the streams keep up with, so that the listed work left is always
+// small while the tree may be of any size),
 // if the last stream opened brought jobsMinGain more throughput (the
 // first extra one always gets its chance), and within max. A refused
 // connection (the remote's MaxStartups or MaxSessions) stops it for good.
@@ -137,7 +144,7 @@ func (c *jobsController) decide(s jobsSample) bool {
 		return false // nothing moved: the streams wait on something else
 	}
 	left := (total - done) / rate
-	if left < jobsPayback*c.setup.Seconds() {
+	if !s.listing && left < jobsPayback*c.setup.Seconds() {
 		return false // the work left would be over before a stream pays
 	}
 	c.prevRate = rate

@@ -103,3 +103,24 @@ func TestJobsAutoWaitsForThePlan(t *testing.T) {
 		}
 	}
 }
+
+// TestJobsAutoOpensWhileListing checks that a tree still being walked
+// gets a second stream: with a streamed list the listed work left stays
+// small (the streams keep up with the walk), which the payback rule alone
+// would take for a restore about to end. The same samples with the list
+// complete open nothing.
+func TestJobsAutoOpensWhileListing(t *testing.T) {
+	for _, listing := range []bool{true, false} {
+		c := newJobsController(4, 240*time.Millisecond)
+		opened := false
+		for i := 1; i <= 10 && !opened; i++ {
+			done := int64(i) * 5e6 // 50 MB/s
+			opened = c.decide(jobsSample{at: time.Duration(i) * jobsTick, doneBytes: done,
+				totalBytes: done + 1e6, doneFiles: i * 3000, totalFiles: i*3000 + 500,
+				streams: 1, listing: listing})
+		}
+		if opened != listing {
+			t.Errorf("listing %v: a second stream opened: %v; want %v", listing, opened, listing)
+		}
+	}
+}

@@ -76,6 +76,9 @@ type observer struct {
 	// What the run will transfer and has written, for --jobs auto.
 	totalFiles, doneFiles atomic.Int64
 	totalBytes, doneBytes atomic.Int64
+	// listing says the totals are partial: a streamed list has given
+	// its first chunk and not yet its last.
+	listing atomic.Bool
 }
 
 // jobsSample returns what the run has done so far (jobsController's
@@ -85,7 +88,8 @@ func (ob *observer) jobsSample() jobsSample {
 		return jobsSample{}
 	}
 	return jobsSample{doneBytes: ob.doneBytes.Load(), totalBytes: ob.totalBytes.Load(),
-		doneFiles: int(ob.doneFiles.Load()), totalFiles: int(ob.totalFiles.Load())}
+		doneFiles: int(ob.doneFiles.Load()), totalFiles: int(ob.totalFiles.Load()),
+		listing: ob.listing.Load()}
 }
 
 func newObserver(o *Options) *observer {
@@ -112,12 +116,14 @@ func (ob *observer) startDisplay(files int, bytes int64) {
 
 // addTotals adds a chunk's files and bytes to transfer to the totals
 // --jobs auto measures the work left by, whatever the display: the work
-// grows while the list streams in. (start sets the same totals at once,
-// for a run that knows them.)
-func (ob *observer) addTotals(files int, bytes int64) {
+// grows while the list streams in, and last says whether this chunk ends
+// the list (until then the totals are partial). (start sets the same
+// totals at once, for a run that knows them.)
+func (ob *observer) addTotals(files int, bytes int64, last bool) {
 	if ob != nil {
 		ob.totalFiles.Add(int64(files))
 		ob.totalBytes.Add(bytes)
+		ob.listing.Store(!last)
 	}
 }
 
