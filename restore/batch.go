@@ -26,6 +26,17 @@ type batch struct {
 	// chunk is the chunk of the file list the items are of, which is
 	// finished once its batches are all done; nil outside a run.
 	chunk *chunkState
+	// list, when not nil, makes the batch a request for the next chunk
+	// of a pull's file list (connChunks), whose reply goes on list;
+	// such a batch has no items and is not booked (done).
+	list chan listReply
+}
+
+// listReply is the reply to a list batch: the chunk, or the error that
+// ended the stream.
+type listReply struct {
+	ch  treewalk.Chunk
+	err error
 }
 
 // makeBatches plans the data transfer of the needed entries. Big work comes

@@ -25,8 +25,8 @@ func (c *chunkList) next(context.Context) (treewalk.Chunk, error) {
 	c.chunks = c.chunks[1:]
 	return ch, nil
 }
-func (c *chunkList) onStream0() bool { return false }
-func (c *chunkList) close()          {}
+func (c *chunkList) requests() <-chan *batch { return nil }
+func (c *chunkList) close()                  {}
 
 // Once the sender has reported a list error, --delete deletes nothing
 // more, as rsync ("IO error encountered -- skipping file deletion"),

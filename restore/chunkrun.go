@@ -52,11 +52,11 @@ type chunkRun struct {
 	tr  *tracker
 	ob  *observer
 	src chunkSource
-	// listing is closed once the last chunk is read, when the list is
-	// read on stream 0 (runStreams); nil otherwise. When stream 0 is a
-	// push's control stream (reserve0), it is never closed: no worker
-	// takes stream 0, and the producer moves a batch on it when no other
-	// stream is free.
+	// listing is not nil when stream 0 is a push's control stream
+	// (reserve0), and never closed: no worker takes stream 0, and the
+	// producer moves a batch on it when no other stream is free
+	// (runStreams). A pull's list, read on stream 0 too, goes as list
+	// batches among stream 0's data requests (src.requests).
 	listing  chan struct{}
 	reserve0 bool
 
@@ -87,7 +87,7 @@ func newChunkRun(s session, o Options, rep *Report, tr *tracker, src chunkSource
 	if ps, ok := s.(*pushSession); ok && ps.control {
 		r.reserve0 = true
 	}
-	if src.onStream0() || r.reserve0 {
+	if r.reserve0 {
 		r.listing = make(chan struct{})
 	}
 	r.co = transfer.ChunkOptions{Delete: o.Delete, Itemize: o.DryRun || o.ItemizeChanges, DryRun: o.DryRun}
@@ -119,7 +119,7 @@ func (r *chunkRun) run(ctx context.Context) error {
 	if r.listing != nil {
 		listing = r.listing
 	}
-	return runStreams(ctx, r.s, r.o.Jobs, r.produce, r.done, r.ob, listing)
+	return runStreams(ctx, r.s, r.o.Jobs, r.produce, r.done, r.ob, listing, r.src.requests())
 }
 
 // done books a batch (tracker.done, which counts a retry it keeps on
@@ -171,9 +171,6 @@ func (r *chunkRun) read(ctx context.Context, emit func(*batch) error) error {
 		if ch.Last {
 			break
 		}
-	}
-	if r.listing != nil && !r.reserve0 {
-		close(r.listing)
 	}
 	if r.growing {
 		r.ob.listDone()

@@ -20,8 +20,9 @@
 //	          makeBatches → emit          batch.go: small files together, big
 //	                                      files split; handed to running workers
 //	                                      (at most maxPendingChunks ahead)
-//	        worker: s.runStream(i, work,  waits for its stream (stream 0 once the
-//	                  done)               list is read), pipelines batches
+//	        worker: s.runStream(i, work,  waits for its stream (stream 0's also
+//	                  done)               moves the list's requests, merge0),
+//	                                      pipelines batches
 //	                                      (Conn.RecvRead → progressWriter →
 //	                                      dest.Writer.WriteItem: temp → rename)
 //	          done → tracker.done         tracker.go: book each item, commit

@@ -129,9 +129,11 @@ type chunkSource interface {
 	// next returns the next chunk, io.EOF after the last; any other
 	// error is run-fatal.
 	next(ctx context.Context) (treewalk.Chunk, error)
-	// onStream0 says that the list is read on stream 0, which no
-	// worker may use until the last chunk has been read (a pull).
-	onStream0() bool
+	// requests, when not nil, says that the list is read on stream 0
+	// (a pull): its requests, batches with list set, come on this
+	// channel for stream 0's worker to move in turn with its data
+	// requests (runStreams).
+	requests() <-chan *batch
 	// close stops a walk that still runs.
 	close()
 }
@@ -140,7 +142,7 @@ type chunkSource interface {
 type walkChunks struct{ c *treewalk.Chunks }
 
 func (w walkChunks) next(context.Context) (treewalk.Chunk, error) { return w.c.Next() }
-func (w walkChunks) onStream0() bool                              { return false }
+func (w walkChunks) requests() <-chan *batch                      { return nil }
 func (w walkChunks) close()                                       { w.c.Close() }
 
 // ctxReader ends a local copy at its next read once ctx is done.

@@ -3,6 +3,7 @@ package restore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -16,18 +17,75 @@ type pullSession struct {
 	p  *pool
 	w  *dest.Writer
 	ob *observer
+	// lr reads the list on stream 0 (listChunks), whose requests come
+	// to stream 0's worker on reqs as list batches.
+	lr   *transfer.ListReader
+	reqs chan *batch
 }
 
 func (s *pullSession) listChunks(ctx context.Context) chunkSource {
-	return connChunks{s.p.conn(0).ListChunks()}
+	s.lr = s.p.conn(0).ListChunks()
+	s.reqs = make(chan *batch)
+	return &connChunks{reqs: s.reqs}
 }
 
-// connChunks is a sender's list read on stream 0.
-type connChunks struct{ r *transfer.ListReader }
+// connChunks is a sender's list read on stream 0, one chunk ahead: when
+// a chunk arrives, the request for the next one is already on its way,
+// behind the data requests stream 0 has in flight, so that the sender's
+// walk, its reads and this end's planning and writing overlap.
+type connChunks struct {
+	reqs chan *batch
+	// ahead is the request of the next chunk; nil before the first and
+	// after the last.
+	ahead *batch
+}
 
-func (c connChunks) next(ctx context.Context) (treewalk.Chunk, error) { return c.r.Next(ctx) }
-func (c connChunks) onStream0() bool                                  { return true }
-func (c connChunks) close()                                           {}
+func (c *connChunks) next(ctx context.Context) (treewalk.Chunk, error) {
+	for {
+		if c.ahead == nil {
+			if err := c.ask(ctx); err != nil {
+				return treewalk.Chunk{}, err
+			}
+		}
+		var rep listReply
+		select {
+		case rep = <-c.ahead.list:
+		case <-ctx.Done():
+			return treewalk.Chunk{}, context.Cause(ctx)
+		}
+		c.ahead = nil
+		if rep.err != nil {
+			return treewalk.Chunk{}, rep.err
+		}
+		ch := rep.ch
+		if !ch.Last {
+			if err := c.ask(ctx); err != nil {
+				return treewalk.Chunk{}, err
+			}
+		}
+		// An empty chunk says that the sender's walk had nothing ready
+		// while this end's reads waited behind the request: the next
+		// request, just sent, asks again.
+		if len(ch.Entries) > 0 || len(ch.Errors) > 0 || ch.Last {
+			return ch, nil
+		}
+	}
+}
+
+// ask hands the request of the next chunk to stream 0's worker.
+func (c *connChunks) ask(ctx context.Context) error {
+	b := &batch{list: make(chan listReply, 1)}
+	select {
+	case c.reqs <- b:
+		c.ahead = b
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (c *connChunks) requests() <-chan *batch { return c.reqs }
+func (c *connChunks) close()                  {}
 
 func (s *pullSession) plan(ctx context.Context, entries []treewalk.Entry) (transfer.PlanResult, error) {
 	return s.w.Plan(ctx, entries)
@@ -38,8 +96,21 @@ func (s *pullSession) streams() <-chan int { return s.p.streams() }
 func (s *pullSession) runStream(ctx context.Context, i int, batches <-chan *batch, done func(*batch, []error) error) error {
 	c := s.p.conn(i)
 	return pipeline(ctx, batches,
-		func(b *batch) (struct{}, error) { return struct{}{}, c.SendRead(b.items) },
+		func(b *batch) (struct{}, error) {
+			if b.list != nil {
+				return struct{}{}, s.lr.Send()
+			}
+			return struct{}{}, c.SendRead(b.items)
+		},
 		func(b *batch, _ struct{}) error {
+			if b.list != nil {
+				ch, err := s.lr.Recv(ctx)
+				b.list <- listReply{ch, err}
+				if err != nil {
+					return fmt.Errorf("file list: %w", err)
+				}
+				return nil
+			}
 			errs, err := c.RecvRead(ctx, b.items, progressWriter{s.w, s.ob})
 			if err != nil {
 				return err

@@ -26,14 +26,16 @@ import (
 // jobs, s.streams closed early) runs on the streams it has. s.streams
 // delivers stream 0 at once, so some worker always holds a stream.
 //
-// listing, when not nil, says that produce reads the file list on stream
-// 0 (a pull) until it closes listing: the worker of stream 0 waits until
-// then, and meanwhile a batch that no other stream is ready to take is
-// moved by the producer itself on stream 0, between two chunks of the
-// list, so that a run with one stream goes on. A push's control stream
-// (plan, finish, commits on stream 0 for the whole run) is a listing that
-// never closes: the worker of stream 0 never runs, and the producer moves
-// a batch on stream 0 whenever no other stream is ready to take it.
+// list0, when not nil, carries the requests of a pull's file list,
+// read on stream 0 (list batches, connChunks): the worker of stream 0
+// moves them in turn with the batches it takes, a list request before
+// any batch that waits, so that the list's round trips overlap with the
+// data's and a run with one stream is as pipelined as any other stream.
+//
+// listing, when not nil, says that stream 0 is a push's control stream
+// (plan, finish, commits on stream 0 for the whole run) and is never
+// closed: the worker of stream 0 never runs, and the producer moves a
+// batch on stream 0 whenever no other stream is ready to take it.
 //
 // The first stream failure (or produce's error) ends the run: it becomes
 // the cause of the run's context, which stops the producer and the
@@ -42,7 +44,7 @@ import (
 // The error returned is that cause, never the context.Canceled or the
 // closed streams the other workers see afterwards; a cancelled ctx
 // returns ctx's cause.
-func runStreams(ctx context.Context, s session, jobs int, produce func(ctx context.Context, emit func(*batch) error) error, done func(*batch, []error) error, ob *observer, listing <-chan struct{}) error {
+func runStreams(ctx context.Context, s session, jobs int, produce func(ctx context.Context, emit func(*batch) error) error, done func(*batch, []error) error, ob *observer, listing <-chan struct{}, list0 <-chan *batch) error {
 	runCtx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	work := make(chan *batch)
@@ -94,16 +96,20 @@ func runStreams(ctx context.Context, s session, jobs int, produce func(ctx conte
 			}
 			if i == 0 && listing != nil {
 				select {
-				case <-listing: // the list is read: stream 0 is free
+				case <-listing: // the control stream is free
 				case <-handedOut:
 					return // a control stream to the end (a push)
 				case <-runCtx.Done():
 					return
 				}
 			}
+			in := (<-chan *batch)(work)
+			if i == 0 && list0 != nil {
+				in = merge0(runCtx, list0, work)
+			}
 			ob.streamUp()
 			defer ob.streamDown()
-			if err := s.runStream(runCtx, i, work, done); err != nil {
+			if err := s.runStream(runCtx, i, in, done); err != nil {
 				fail(err) // the first failure is kept as the cause
 				s.abort()
 			}
@@ -111,6 +117,40 @@ func runStreams(ctx context.Context, s session, jobs int, produce func(ctx conte
 	}
 	wg.Wait()
 	return context.Cause(runCtx)
+}
+
+// merge0 is stream 0's input when it also reads the list: the list's
+// requests and the batches of work, one at a time, a waiting list
+// request first; it is closed when work is (every list request comes
+// before the producer ends) or ctx ends.
+func merge0(ctx context.Context, list0, work <-chan *batch) <-chan *batch {
+	out := make(chan *batch)
+	go func() {
+		defer close(out)
+		for {
+			var b *batch
+			select {
+			case b = <-list0:
+			default:
+				select {
+				case b = <-list0:
+				case next, ok := <-work:
+					if !ok {
+						return
+					}
+					b = next
+				case <-ctx.Done():
+					return
+				}
+			}
+			select {
+			case out <- b:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
 }
 
 // isClosed reports whether ch, which is only ever closed, is.

@@ -212,12 +212,14 @@ func (c *Conn) List(ctx context.Context) (treewalk.List, error) {
 // ListChunks returns the reader of a sender's file list chunk by chunk
 // (pull): each Next asks for the next chunk of the sender's walk, which
 // goes on between requests. While it is read, other requests may go on
-// the Conn between two calls of Next, from the same goroutine.
+// the Conn between two calls of Next, from the same goroutine; or, with
+// Send and Recv, the list's requests are pipelined with the others.
 func (c *Conn) ListChunks() *ListReader { return &ListReader{c: c} }
 
 // ListReader reads a sender's file list chunk by chunk (Conn.ListChunks),
 // each chunk checked as a part of the list (treewalk.ListChecker). Not
-// safe for concurrent use.
+// safe for concurrent use, except that Send and Recv may run in the
+// Conn's two goroutines (the sending and the receiving one).
 type ListReader struct {
 	c     *Conn
 	check treewalk.ListChecker
@@ -225,19 +227,34 @@ type ListReader struct {
 }
 
 // Next returns the next chunk, io.EOF after the last, or a stream error
-// (a list that fails its check wraps ErrProtocol).
-func (r *ListReader) Next(ctx context.Context) (_ treewalk.Chunk, err error) {
+// (a list that fails its check wraps ErrProtocol): Send, then Recv.
+func (r *ListReader) Next(ctx context.Context) (treewalk.Chunk, error) {
 	if r.ended {
 		return treewalk.Chunk{}, io.EOF
 	}
+	if err := r.Send(); err != nil {
+		return treewalk.Chunk{}, err
+	}
+	return r.Recv(ctx)
+}
+
+// Send asks for the next chunk, whose reply Recv reads in its turn among
+// the replies of the Conn's other requests (the order they were sent).
+// After the last chunk a Send starts a new walk: the caller stops
+// asking once Recv returned a chunk with Last set.
+func (r *ListReader) Send() error {
+	c := r.c
+	c.pending.Add(1) // until Recv
+	c.enc.byte(msgList)
+	return c.fail(c.enc.flush())
+}
+
+// Recv reads the chunk of the oldest outstanding Send. Its errors are
+// Next's; every error ends the stream.
+func (r *ListReader) Recv(ctx context.Context) (_ treewalk.Chunk, err error) {
 	c := r.c
 	defer c.watch(ctx)(&err)
-	c.pending.Add(1)
 	defer c.pending.Add(-1)
-	c.enc.byte(msgList)
-	if err := c.enc.flush(); err != nil {
-		return treewalk.Chunk{}, c.fail(err)
-	}
 	if err := c.dec.status(); err != nil {
 		return treewalk.Chunk{}, c.fail(err)
 	}

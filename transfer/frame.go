@@ -310,6 +310,12 @@ type frameReader struct {
 	// ended is set when the frames ended with framesEnd (the peer keeps
 	// the stream for another session), not with the stream.
 	ended atomic.Bool
+	// arrived gets a token (capacity 1) each time a frame, or the end of
+	// the frames, is queued on ch: a consumer that waits for something
+	// else may wake when input comes (input tells whether it did).
+	arrived chan struct{}
+	// over is set once run has queued its last result.
+	over atomic.Bool
 }
 
 // framesEnd, in a frame's codec place, ends a session's frames on a
@@ -327,7 +333,8 @@ type frameResult struct {
 }
 
 func newFrameReader(r *bufio.Reader) *frameReader {
-	fr := &frameReader{ch: make(chan frameResult, frameQueue), done: make(chan struct{}), exited: make(chan struct{})}
+	fr := &frameReader{ch: make(chan frameResult, frameQueue), done: make(chan struct{}), exited: make(chan struct{}),
+		arrived: make(chan struct{}, 1)}
 	go fr.run(r)
 	return fr
 }
@@ -351,9 +358,23 @@ func (fr *frameReader) run(r *bufio.Reader) {
 			return
 		}
 		if err != nil {
+			fr.over.Store(true)
+		}
+		select {
+		case fr.arrived <- struct{}{}:
+		default:
+		}
+		if err != nil {
 			return
 		}
 	}
+}
+
+// input reports whether there is input to read without waiting: the rest
+// of the current frame, a queued frame, or the end of the frames. For
+// the consumer's goroutine.
+func (fr *frameReader) input() bool {
+	return fr.cur != nil && fr.off < len(*fr.cur) || len(fr.ch) > 0 || fr.over.Load() || fr.err != nil
 }
 
 // Close tells the reading goroutine that nothing more is read: it returns

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/restoresync/restoresync/treewalk"
 )
@@ -118,5 +119,96 @@ func TestListReaderRefusesChunks(t *testing.T) {
 				t.Errorf("%v does not wrap ErrBadList", err)
 			}
 		})
+	}
+}
+
+// A list request pipelined ahead of a read on the same stream does not
+// hold the read while the sender's walk is held: the sender answers it
+// with an empty chunk, not the last, serves the read, and the request
+// asked again once the walk goes on gives the rest of the list.
+func TestListRequestDoesNotHoldReadsBehindIt(t *testing.T) {
+	old := treewalk.ChunkEntries
+	treewalk.ChunkEntries = 2
+	t.Cleanup(func() { treewalk.ChunkEntries = old })
+	dir := t.TempDir()
+	files := map[string]testFile{}
+	for _, p := range []string{"a", "b", "c", "d", "e"} {
+		files[p] = testFile{data: textBytes(31, 5000)}
+	}
+	writeTree(t, dir, files)
+	want, err := treewalk.Walk(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	treewalk.AfterChunk = func(n int) {
+		if n == 1 {
+			select {
+			case <-hold:
+			case <-time.After(20 * time.Second):
+			}
+		}
+	}
+	t.Cleanup(func() { treewalk.AfterChunk = nil })
+	ctx := testContext(t)
+	c := dialPipe(t, ctx, ServerConfig{}, Hello{Role: RoleSender, Path: dir, Compression: "none"})
+	defer c.Close()
+	lr := c.ListChunks()
+	first, err := lr.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []Item
+	for _, e := range first.Entries {
+		if e.HasData() {
+			items = append(items, Item{Entry: e, Length: e.Size})
+		}
+	}
+	if len(items) == 0 || first.Last {
+		t.Fatalf("first chunk %v: want a file and more chunks", first.Entries)
+	}
+	// The next list request, then a read behind it.
+	if err := lr.Send(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SendRead(items); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := lr.Recv(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-hold:
+		t.Fatal("the list reply came only once the walk was released")
+	default:
+	}
+	if len(ch.Entries) != 0 || ch.Last {
+		t.Fatalf("with the walk held and a read waiting, the reply was %d entries (last %v), want an empty chunk", len(ch.Entries), ch.Last)
+	}
+	w := &collectWriter{}
+	errs, err := c.RecvRead(ctx, items, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, it := range items {
+		if errs[i] != nil || !bytes.Equal(w.data[itemKey(&it)], files[it.Entry.Path].data) {
+			t.Errorf("%s: %v, %d bytes", it.Entry.Path, errs[i], len(w.data[itemKey(&it)]))
+		}
+	}
+	close(hold)
+	got := first.Entries
+	for {
+		ch, err := lr.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ch.Entries...)
+	}
+	if !equalEntries(got, want.Entries) {
+		t.Errorf("the chunks give %d entries, the walk %d", len(got), len(want.Entries))
 	}
 }

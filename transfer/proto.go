@@ -62,7 +62,12 @@ import (
 // (ChunkOptions: delete, itemize, dry run), and its reply carries the
 // chunk's changes (lines, deleted count, errors) before the plan, which
 // a dry run leaves out (chunkchanges.go).
-const ProtocolVersion = 9
+// Version 10 pipelines a pull's list with its data on stream 0: the
+// client sends the next msgList as soon as a chunk arrives, ahead of the
+// reads of that chunk, and a sender whose walk has no chunk ready while
+// further requests wait behind the msgList replies with an empty chunk
+// (not the last) instead of holding them; the client asks again.
+const ProtocolVersion = 10
 
 // magic opens the handshake in both directions, so that a peer that is not a
 // restoresync agent (a login banner, "command not found") is recognised.
@@ -245,7 +250,7 @@ func decodeHandshake(b []byte, v any) error {
 // reply starts with a status byte (statusOK, or statusFatal and a message
 // after which the server ends the stream).
 const (
-	msgList     byte = 1  // pull: the next chunk of the walk; reply: last, entries, walk errors, leaders, closed
+	msgList     byte = 1  // pull: the next chunk of the walk; reply: last, entries, walk errors, leaders, closed (empty, not last: none ready yet)
 	msgRead     byte = 2  // pull: items; reply: item data for each
 	msgFileList byte = 3  // push: entries; reply: needed indices, plan errors
 	msgWrite    byte = 4  // push: items, then item data; reply: per-item errors

@@ -228,6 +228,13 @@ type roleFunc func(ctx context.Context, s *server, in *bufio.Reader, out io.Writ
 // extraRoles are the roles of the other restore methods, by Hello.Role.
 var extraRoles = map[string]roleFunc{}
 
+// closedChan is a closed channel: a wait on it ends at once.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
 type server struct {
 	cfg   ServerConfig
 	hello Hello
@@ -459,7 +466,10 @@ func (s *server) loop(ctx context.Context) error {
 
 // nextChunk is the next chunk of the walk, which the first msgList
 // starts and which goes on between requests; after the last chunk a new
-// msgList starts a new walk.
+// msgList starts a new walk. When the walk has no chunk ready and the
+// client has sent more requests behind this one (reads pipelined on the
+// same stream), the reply is an empty chunk, not the last, rather than
+// holding those requests until the walk gets on: the client asks again.
 func (s *server) nextChunk(ctx context.Context) (treewalk.Chunk, error) {
 	if s.chunks == nil || s.listed {
 		if s.chunks != nil {
@@ -467,7 +477,21 @@ func (s *server) nextChunk(ctx context.Context) (treewalk.Chunk, error) {
 		}
 		s.chunks, s.listed = s.src.ListChunks(ctx), false
 	}
-	ch, err := s.chunks.Next()
+	var ch treewalk.Chunk
+	var err error
+	for {
+		wake := s.dec.fr.arrived
+		if s.dec.fr.input() {
+			wake = closedChan
+		}
+		var ok bool
+		if ch, ok, err = s.chunks.NextOr(wake); ok {
+			break
+		}
+		if s.dec.fr.input() {
+			return treewalk.Chunk{}, nil // empty: the walk is behind
+		}
+	}
 	if err == io.EOF { // a walk always ends with a Last chunk
 		err = fmt.Errorf("file list: the walk ended without its last chunk")
 	}

@@ -75,6 +75,36 @@ func (c *Chunks) Next() (Chunk, error) {
 	return Chunk{}, io.EOF
 }
 
+// NextOr is Next when a chunk (or the walk's end) is ready or comes
+// before wake delivers; when wake delivers first, it takes nothing and
+// returns ok false. A ready chunk is returned even if wake is ready too,
+// so a closed wake makes NextOr a Next that does not wait.
+func (c *Chunks) NextOr(wake <-chan struct{}) (_ Chunk, ok bool, _ error) {
+	select {
+	case ch, open := <-c.ch:
+		return c.took(ch, open)
+	default:
+	}
+	select {
+	case ch, open := <-c.ch:
+		return c.took(ch, open)
+	case <-wake:
+		return Chunk{}, false, nil
+	}
+}
+
+// took is Next's result for a receive from c.ch.
+func (c *Chunks) took(ch Chunk, open bool) (Chunk, bool, error) {
+	if open {
+		return ch, true, nil
+	}
+	<-c.done
+	if c.err != nil {
+		return Chunk{}, true, c.err
+	}
+	return Chunk{}, true, io.EOF
+}
+
 // Close stops the walk, if it still runs, and waits for its goroutine to
 // end; the chunks not taken are dropped.
 func (c *Chunks) Close() {

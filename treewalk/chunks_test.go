@@ -317,3 +317,67 @@ func paths(entries []Entry) []string {
 	}
 	return out
 }
+
+// NextOr returns a ready chunk even when wake is ready too, returns
+// nothing (ok false) when wake delivers while the walk is held, takes
+// the chunk it did not return on the next call, and ends with io.EOF.
+func TestChunksNextOr(t *testing.T) {
+	setChunkEntries(t, 1)
+	dir := t.TempDir()
+	for _, p := range []string{"a", "b"} {
+		if err := os.WriteFile(filepath.Join(dir, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hold := make(chan struct{})
+	AfterChunk = func(n int) {
+		if n == 1 {
+			<-hold
+		}
+	}
+	t.Cleanup(func() { AfterChunk = nil })
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c := WalkRootChunks(context.Background(), r)
+	defer c.Close()
+	closed := make(chan struct{})
+	close(closed)
+	var got []string
+	// The first chunk comes whether or not wake is ready.
+	for len(got) == 0 {
+		ch, ok, err := c.NextOr(closed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			got = append(got, paths(ch.Entries)...)
+		}
+	}
+	// The walk is held after its first chunk: a wake ends the wait with
+	// nothing taken.
+	wake := make(chan struct{}, 1)
+	wake <- struct{}{}
+	if ch, ok, err := c.NextOr(wake); ok || err != nil {
+		t.Fatalf("with the walk held, NextOr gave %v, ok %v, %v; want nothing", paths(ch.Entries), ok, err)
+	}
+	close(hold)
+	for {
+		ch, ok, err := c.NextOr(nil)
+		if !ok {
+			t.Fatal("NextOr with a nil wake returned without a chunk")
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, paths(ch.Entries)...)
+	}
+	if want := []string{".", "a", "b"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("NextOr gave %v, want %v", got, want)
+	}
+}
