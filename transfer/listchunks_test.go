@@ -197,18 +197,11 @@ func TestListRequestDoesNotHoldReadsBehindIt(t *testing.T) {
 		}
 	}
 	close(hold)
-	got := first.Entries
-	for {
-		ch, err := lr.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, ch.Entries...)
+	rest, err := treewalk.CollectChunks(func() (treewalk.Chunk, error) { return lr.Next(ctx) })
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !equalEntries(got, want.Entries) {
+	if got := append(first.Entries, rest.Entries...); !equalEntries(got, want.Entries) {
 		t.Errorf("the chunks give %d entries, the walk %d", len(got), len(want.Entries))
 	}
 }

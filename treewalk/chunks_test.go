@@ -36,6 +36,22 @@ func chunkTree(t *testing.T) string {
 	return root
 }
 
+// rootChunks walks dir in chunks (WalkRootChunks), closed at the end of
+// the test.
+func rootChunks(t *testing.T, dir string) *Chunks {
+	t.Helper()
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := WalkRootChunks(context.Background(), r)
+	t.Cleanup(func() {
+		c.Close()
+		r.Close()
+	})
+	return c
+}
+
 func setChunkEntries(t *testing.T, n int) {
 	old := ChunkEntries
 	ChunkEntries = n
@@ -55,13 +71,7 @@ func TestWalkRootChunksIsWalk(t *testing.T) {
 	for _, n := range []int{1, 2, 5, 1000} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			setChunkEntries(t, n)
-			r, err := os.OpenRoot(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			c := WalkRootChunks(context.Background(), r)
-			defer c.Close()
+			c := rootChunks(t, dir)
 			var got List
 			var leaders []string
 			var chk ListChecker
@@ -190,13 +200,7 @@ func TestChunksClosed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	c := WalkRootChunks(context.Background(), r)
-	defer c.Close()
+	c := rootChunks(t, dir)
 	got := map[string]int{}
 	for {
 		ch, err := c.Next()
@@ -336,13 +340,7 @@ func TestChunksNextOr(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { AfterChunk = nil })
-	r, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	c := WalkRootChunks(context.Background(), r)
-	defer c.Close()
+	c := rootChunks(t, dir)
 	closed := make(chan struct{})
 	close(closed)
 	var got []string
