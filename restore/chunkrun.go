@@ -52,12 +52,11 @@ type chunkRun struct {
 	tr  *tracker
 	ob  *observer
 	src chunkSource
-	// listing is not nil when stream 0 is a push's control stream
-	// (reserve0), and never closed: no worker takes stream 0, and the
-	// producer moves a batch on it when no other stream is free
-	// (runStreams). A pull's list, read on stream 0 too, goes as list
-	// batches among stream 0's data requests (src.requests).
-	listing  chan struct{}
+	// reserve0 says that stream 0 is a push's control stream: no worker
+	// takes it, and the producer moves a batch on it when no other
+	// stream is free (runStreams). A pull's list, read on stream 0 too,
+	// goes as list batches among stream 0's data requests
+	// (src.requests).
 	reserve0 bool
 
 	open []treewalk.Entry // the directories being listed, outermost first
@@ -87,9 +86,6 @@ func newChunkRun(s session, o Options, rep *Report, tr *tracker, src chunkSource
 	if ps, ok := s.(*pushSession); ok && ps.control {
 		r.reserve0 = true
 	}
-	if r.reserve0 {
-		r.listing = make(chan struct{})
-	}
 	r.co = transfer.ChunkOptions{Delete: o.Delete, Itemize: o.DryRun || o.ItemizeChanges, DryRun: o.DryRun}
 	var w *dest.Writer
 	switch ls := s.(type) {
@@ -115,11 +111,7 @@ func kick(ch chan struct{}) {
 // run moves the whole list: runStreams with the producer and the
 // finisher; its error is run-fatal.
 func (r *chunkRun) run(ctx context.Context) error {
-	var listing <-chan struct{}
-	if r.listing != nil {
-		listing = r.listing
-	}
-	return runStreams(ctx, r.s, r.o.Jobs, r.produce, r.done, r.ob, listing, r.src.requests())
+	return runStreams(ctx, r.s, r.o.Jobs, r.produce, r.done, r.ob, r.reserve0, r.src.requests())
 }
 
 // done books a batch (tracker.done, which counts a retry it keeps on

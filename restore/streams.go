@@ -32,10 +32,10 @@ import (
 // any batch that waits, so that the list's round trips overlap with the
 // data's and a run with one stream is as pipelined as any other stream.
 //
-// listing, when not nil, says that stream 0 is a push's control stream
-// (plan, finish, commits on stream 0 for the whole run) and is never
-// closed: the worker of stream 0 never runs, and the producer moves a
-// batch on stream 0 whenever no other stream is ready to take it.
+// control0 says that stream 0 is a push's control stream (plan, finish,
+// commits on stream 0 for the whole run): the worker of stream 0 never
+// runs, and the producer moves a batch on stream 0 whenever no other
+// stream is ready to take it.
 //
 // The first stream failure (or produce's error) ends the run: it becomes
 // the cause of the run's context, which stops the producer and the
@@ -44,13 +44,13 @@ import (
 // The error returned is that cause, never the context.Canceled or the
 // closed streams the other workers see afterwards; a cancelled ctx
 // returns ctx's cause.
-func runStreams(ctx context.Context, s session, jobs int, produce func(ctx context.Context, emit func(*batch) error) error, done func(*batch, []error) error, ob *observer, listing <-chan struct{}, list0 <-chan *batch) error {
+func runStreams(ctx context.Context, s session, jobs int, produce func(ctx context.Context, emit func(*batch) error) error, done func(*batch, []error) error, ob *observer, control0 bool, list0 <-chan *batch) error {
 	runCtx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	work := make(chan *batch)
 	handedOut := make(chan struct{}) // closed with work: no batch is left
 	emit := func(b *batch) error {
-		if listing != nil && !isClosed(listing) {
+		if control0 {
 			select {
 			case work <- b:
 				return nil
@@ -59,7 +59,7 @@ func runStreams(ctx context.Context, s session, jobs int, produce func(ctx conte
 			one := make(chan *batch, 1)
 			one <- b
 			close(one)
-			ob.streamUp() // stream 0 moves data between list chunks
+			ob.streamUp() // the control stream moves this batch itself
 			defer ob.streamDown()
 			return s.runStream(runCtx, 0, one, done)
 		}
@@ -94,14 +94,8 @@ func runStreams(ctx context.Context, s session, jobs int, produce func(ctx conte
 			case <-runCtx.Done():
 				return
 			}
-			if i == 0 && listing != nil {
-				select {
-				case <-listing: // the control stream is free
-				case <-handedOut:
-					return // a control stream to the end (a push)
-				case <-runCtx.Done():
-					return
-				}
+			if i == 0 && control0 {
+				return // a control stream to the end (a push)
 			}
 			in := (<-chan *batch)(work)
 			if i == 0 && list0 != nil {
@@ -151,16 +145,6 @@ func merge0(ctx context.Context, list0, work <-chan *batch) <-chan *batch {
 		}
 	}()
 	return out
-}
-
-// isClosed reports whether ch, which is only ever closed, is.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // pipelineDepth is how many requests a stream may have in flight: while the
