@@ -148,6 +148,12 @@ func (s *rshStream) Read(p []byte) (int, error) {
 		err = s.readErr
 	case err != nil && s.closed.Load():
 		err = fmt.Errorf("%s: %w", s.display, net.ErrClosed)
+	case errors.Is(err, os.ErrClosed):
+		// Reaping the program (a failed Write asks how it ended) closes
+		// its stdout: it has exited, and how is this read's answer
+		// too, whichever of the two came first.
+		s.readErr = s.endError()
+		err = s.readErr
 	case err != nil:
 		err = fmt.Errorf("%s: read: %w", s.display, err)
 	}

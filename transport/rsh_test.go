@@ -101,6 +101,40 @@ func TestRshDialerExit255AfterOutput(t *testing.T) {
 	}
 }
 
+// A read that comes after a failed write has reaped the program (which
+// closes its stdout) says how the program ended, as a read that met its
+// end does, not "file already closed": a stream whose sender and
+// receiver run in two goroutines reports the remote side's end whichever
+// of them fails first.
+func TestRshDialerReadAfterWriteReaped(t *testing.T) {
+	t.Parallel()
+	srv := testsshd.Start(t)
+	agent := filepath.Join(t.TempDir(), "dies")
+	if err := os.WriteFile(agent, []byte("#!/bin/sh\necho hello\nkill -KILL $$\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewRshDialer(Location{Host: "testhost"}, SSHOptions{Rsh: "ssh -F '" + srv.Config(t) + "'", RemotePath: agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dialT(t, d)
+	out := make([]byte, len("hello\n"))
+	if _, err := io.ReadFull(s, out); err != nil || string(out) != "hello\n" {
+		t.Fatalf("read: %q, %v", out, err)
+	}
+	var werr error
+	for i := 0; i < 100 && werr == nil; i++ {
+		_, werr = s.Write(make([]byte, 64<<10))
+	}
+	if !errors.Is(werr, ErrRemoteExited) {
+		t.Fatalf("write after the remote command died: %v; want ErrRemoteExited", werr)
+	}
+	_, err = s.Read(make([]byte, 1))
+	if !errors.Is(err, ErrRemoteExited) || !strings.Contains(err.Error(), "status 255 after some output") {
+		t.Fatalf("read after the write reaped ssh: %v; want ErrRemoteExited, status 255 after some output", err)
+	}
+}
+
 func TestRshDialerExitStatus(t *testing.T) {
 	t.Parallel()
 	d, err := NewRshDialer(Location{Host: "h"}, SSHOptions{Rsh: `sh -c 'echo partial; echo "sh: restoresync: not found" >&2; exit 127'`})
