@@ -72,12 +72,10 @@ func TestRshDialerExit255(t *testing.T) {
 	}
 }
 
-// ssh's status 255 after the remote command answered is the remote side
-// ending mid-transfer (OpenSSH exits 255 when the remote command is
-// killed by a signal), not a connection failure;
-// through the real ssh and sshd, for reads and writes.
-func TestRshDialerExit255AfterOutput(t *testing.T) {
-	t.Parallel()
+// dialDyingAgent dials, through the real ssh and a test sshd, a remote
+// command that prints "hello\n" and then kills itself.
+func dialDyingAgent(t *testing.T) Stream {
+	t.Helper()
 	srv := testsshd.Start(t)
 	agent := filepath.Join(t.TempDir(), "dies")
 	if err := os.WriteFile(agent, []byte("#!/bin/sh\necho hello\nkill -KILL $$\n"), 0o755); err != nil {
@@ -87,7 +85,16 @@ func TestRshDialerExit255AfterOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := dialT(t, d)
+	return dialT(t, d)
+}
+
+// ssh's status 255 after the remote command answered is the remote side
+// ending mid-transfer (OpenSSH exits 255 when the remote command is
+// killed by a signal), not a connection failure;
+// through the real ssh and sshd, for reads and writes.
+func TestRshDialerExit255AfterOutput(t *testing.T) {
+	t.Parallel()
+	s := dialDyingAgent(t)
 	out, err := io.ReadAll(s)
 	if string(out) != "hello\n" || !errors.Is(err, ErrRemoteExited) || errors.Is(err, ErrConnect) || !strings.Contains(err.Error(), "status 255 after some output") {
 		t.Fatalf("read: %q, %v; want the output, then ErrRemoteExited", out, err)
@@ -108,16 +115,7 @@ func TestRshDialerExit255AfterOutput(t *testing.T) {
 // of them fails first.
 func TestRshDialerReadAfterWriteReaped(t *testing.T) {
 	t.Parallel()
-	srv := testsshd.Start(t)
-	agent := filepath.Join(t.TempDir(), "dies")
-	if err := os.WriteFile(agent, []byte("#!/bin/sh\necho hello\nkill -KILL $$\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	d, err := NewRshDialer(Location{Host: "testhost"}, SSHOptions{Rsh: "ssh -F '" + srv.Config(t) + "'", RemotePath: agent})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := dialT(t, d)
+	s := dialDyingAgent(t)
 	out := make([]byte, len("hello\n"))
 	if _, err := io.ReadFull(s, out); err != nil || string(out) != "hello\n" {
 		t.Fatalf("read: %q, %v", out, err)
@@ -129,7 +127,7 @@ func TestRshDialerReadAfterWriteReaped(t *testing.T) {
 	if !errors.Is(werr, ErrRemoteExited) {
 		t.Fatalf("write after the remote command died: %v; want ErrRemoteExited", werr)
 	}
-	_, err = s.Read(make([]byte, 1))
+	_, err := s.Read(make([]byte, 1))
 	if !errors.Is(err, ErrRemoteExited) || !strings.Contains(err.Error(), "status 255 after some output") {
 		t.Fatalf("read after the write reaped ssh: %v; want ErrRemoteExited, status 255 after some output", err)
 	}
