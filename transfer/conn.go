@@ -70,6 +70,17 @@ func Handshake(ctx context.Context, s transport.Stream, h Hello) (*Conn, error) 
 	cw := transport.CountingWriter(s, &c.sent)
 	br := bufio.NewReaderSize(transport.CountingReader(s, &c.recv), 64<<10)
 	if err := writeHandshake(cw, h); err != nil {
+		if errors.Is(err, transport.ErrRemoteExited) {
+			// The remote command ended before it read the hello, and
+			// what it sent before it did says why (an SFTP-only server's
+			// answer, a forced command's refusal): its stdout is at its
+			// end, so the read is short, and its error says more than
+			// the write's.
+			var rep helloReply
+			if rerr := readHandshake(br, &rep); rerr != nil && ctx.Err() == nil {
+				return nil, withStderr(s, rerr)
+			}
+		}
 		return nil, withStderr(s, fmt.Errorf("handshake: %w", err))
 	}
 	var rep helloReply

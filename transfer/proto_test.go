@@ -769,6 +769,49 @@ func TestHandshakeRefusals(t *testing.T) {
 	}
 }
 
+// exitedStream is a remote command that wrote out and exited with status
+// 1 before it read anything: every write fails as a write to its closed
+// channel does, and reads return out and then the command's end.
+type exitedStream struct {
+	out io.Reader
+	end error
+}
+
+func (s *exitedStream) Read(b []byte) (int, error) {
+	n, err := s.out.Read(b)
+	if err == io.EOF {
+		err = s.end
+	}
+	return n, err
+}
+func (s *exitedStream) Write([]byte) (int, error) {
+	return 0, fmt.Errorf("%w: remote command exited with status 1", transport.ErrRemoteExited)
+}
+func (s *exitedStream) CloseWrite() error { return nil }
+func (s *exitedStream) Close() error      { return nil }
+func (s *exitedStream) Stderr() string    { return "" }
+
+// A remote command that ended before the hello reached it is judged by
+// what it sent: an SFTP-only server's answer is ErrSFTPOnly whether the
+// hello's write came before the command's exit or after.
+func TestHandshakeAfterRemoteExited(t *testing.T) {
+	end := transport.Mark(fmt.Errorf("%w: remote command exited with status 1", transport.ErrRemoteExited), transport.ErrRemoteRefused)
+	s := &exitedStream{out: strings.NewReader("This service allows sftp connections only.\n"), end: end}
+	_, err := Handshake(testContext(t), s, Hello{Version: "1.4.0", Role: RoleSender, Path: "/srv", Compression: "none"})
+	if !errors.Is(err, transport.ErrSFTPOnly) || !errors.Is(err, transport.ErrRemoteRefused) {
+		t.Errorf("handshake with an SFTP-only server that exited first: %v; want ErrSFTPOnly", err)
+	}
+	if !strings.Contains(fmt.Sprint(err), "This service allows sftp connections only.") {
+		t.Errorf("error %q does not say what the server answered", err)
+	}
+	// A command that exited without a word keeps the write's error.
+	s = &exitedStream{out: strings.NewReader(""), end: end}
+	_, err = Handshake(testContext(t), s, Hello{Version: "1.4.0", Role: RoleSender, Path: "/srv", Compression: "none"})
+	if !errors.Is(err, transport.ErrRemoteExited) || errors.Is(err, transport.ErrSFTPOnly) {
+		t.Errorf("handshake with a command that exited silently: %v; want ErrRemoteExited, not ErrSFTPOnly", err)
+	}
+}
+
 // serveRaw runs Serve over io.Pipes, sends it hello (any value, so that the
 // test can send what a client of another version would), and returns its
 // reply and Serve's error.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -114,7 +115,10 @@ type rshStream struct {
 
 	readErr   error       // terminal read error; reader goroutine only
 	gotOutput atomic.Bool // some stdout arrived: the remote command ran
-	head      []byte      // the first bytes of stdout (refusal); reader only
+	// head is the first bytes of stdout (refusal), appended by the reader
+	// goroutine under headMu: a failed Write reads it too.
+	head   []byte
+	headMu sync.Mutex
 
 	waitOnce sync.Once
 	waitErr  error
@@ -139,8 +143,10 @@ func (s *rshStream) Read(p []byte) (int, error) {
 	if n > 0 && !s.gotOutput.Load() {
 		s.gotOutput.Store(true)
 	}
-	if len(s.head) < headBytes {
+	if len(s.head) < headBytes && n > 0 {
+		s.headMu.Lock()
 		s.head = keepHead(s.head, p[:n])
+		s.headMu.Unlock()
 	}
 	switch {
 	case err == io.EOF:
@@ -198,7 +204,7 @@ func (s *rshStream) endError() error {
 		if ee.ExitCode() < 0 {
 			return err // a signal
 		}
-		return refusal(err, ee.ExitCode(), s.head)
+		return refusal(err, ee.ExitCode(), s.firstOutput())
 	default:
 		return fmt.Errorf("%s: %w", s.display, err)
 	}
@@ -311,4 +317,11 @@ func (d *rshDialer) WithCommand(command string) Dialer {
 	c := *d
 	c.args = append(append([]string(nil), d.args[:len(d.args)-3]...), command)
 	return &c
+}
+
+// firstOutput returns a copy of head; safe from any goroutine.
+func (s *rshStream) firstOutput() []byte {
+	s.headMu.Lock()
+	defer s.headMu.Unlock()
+	return slices.Clone(s.head)
 }

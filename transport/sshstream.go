@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,8 +25,11 @@ type sshStream struct {
 	stdout  io.Reader
 	stderr  *TailBuffer
 
-	readErr error  // terminal read error; reader goroutine only
-	head    []byte // the first bytes of stdout (refusal); reader goroutine only
+	readErr error // terminal read error; reader goroutine only
+	// head is the first bytes of stdout (refusal), appended by the reader
+	// goroutine under headMu: a failed Write reads it too.
+	head   []byte
+	headMu sync.Mutex
 
 	waitOnce sync.Once
 	waitErr  error
@@ -51,8 +55,10 @@ func (s *sshStream) Read(p []byte) (int, error) {
 		return 0, s.readErr
 	}
 	n, err := s.stdout.Read(p)
-	if len(s.head) < headBytes {
+	if len(s.head) < headBytes && n > 0 {
+		s.headMu.Lock()
 		s.head = keepHead(s.head, p[:n])
+		s.headMu.Unlock()
 	}
 	if err == io.EOF {
 		s.readErr = s.endError()
@@ -86,7 +92,7 @@ func (s *sshStream) endError() error {
 		if ee.Signal() != "" {
 			return err
 		}
-		return refusal(err, ee.ExitStatus(), s.head)
+		return refusal(err, ee.ExitStatus(), s.firstOutput())
 	case errors.As(s.waitErr, &me):
 		return fmt.Errorf("%w: %s: connection closed before the remote command exited%s", ErrConnect, s.display, StderrSuffix(s.Stderr()))
 	case s.waitErr.Error() == "ssh: session not started":
@@ -244,4 +250,11 @@ func commandName(command string) string {
 		return "command " + strconv.Quote(command)
 	}
 	return fmt.Sprintf("shell script (%d bytes)", len(command))
+}
+
+// firstOutput returns a copy of head; safe from any goroutine.
+func (s *sshStream) firstOutput() []byte {
+	s.headMu.Lock()
+	defer s.headMu.Unlock()
+	return slices.Clone(s.head)
 }
