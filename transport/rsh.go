@@ -94,12 +94,24 @@ func (d *rshDialer) Dial(ctx context.Context) (Stream, error) {
 	if s.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, fmt.Errorf("%s: %w", d.display, err)
 	}
-	if s.stdout, err = cmd.StdoutPipe(); err != nil {
+	// stdout is a pipe of our own, not exec's StdoutPipe: Wait closes
+	// that one as the program is reaped, and a failed Write reaps it,
+	// which would lose what the program printed before it exited (a
+	// forced command's refusal, an SFTP-only server's answer) while no
+	// Read had taken it yet. Reaping sets a read deadline instead (wait).
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		s.stdin.Close()
 		return nil, fmt.Errorf("%s: %w", d.display, err)
 	}
+	s.stdout = pr
+	cmd.Stdout = pw
 	cmd.Stderr = s.stderr
 	cmd.WaitDelay = rshWaitDelay
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	pw.Close() // the program has its copy; EOF comes when it closes it
+	if err != nil {
+		pr.Close()
 		return nil, fmt.Errorf("%w: %s: %w", ErrConnect, d.display, err)
 	}
 	return s, nil
@@ -110,7 +122,7 @@ type rshStream struct {
 	display string
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
-	stdout  io.ReadCloser
+	stdout  *os.File // read end of the program's stdout; Close closes it
 	stderr  *TailBuffer
 
 	readErr   error       // terminal read error; reader goroutine only
@@ -154,10 +166,11 @@ func (s *rshStream) Read(p []byte) (int, error) {
 		err = s.readErr
 	case err != nil && s.closed.Load():
 		err = fmt.Errorf("%s: %w", s.display, net.ErrClosed)
-	case errors.Is(err, os.ErrClosed):
-		// Reaping the program (a failed Write asks how it ended) closes
-		// its stdout: it has exited, and how is this read's answer
-		// too, whichever of the two came first.
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The program was reaped rshWaitDelay ago (a failed Write asks
+		// how it ended) and something it left behind (a ProxyCommand,
+		// say) still holds its stdout open: it has exited, and how is
+		// this read's answer too.
 		s.readErr = s.endError()
 		err = s.readErr
 	case err != nil:
@@ -210,9 +223,15 @@ func (s *rshStream) endError() error {
 	}
 }
 
-// wait reaps the process once; later calls return the same result.
+// wait reaps the process once; later calls return the same result. What
+// the program printed before it exited stays readable: reads end at its
+// stdout's EOF, or rshWaitDelay after the reaping when a child of it
+// still holds the pipe.
 func (s *rshStream) wait() error {
-	s.waitOnce.Do(func() { s.waitErr = s.cmd.Wait() })
+	s.waitOnce.Do(func() {
+		s.waitErr = s.cmd.Wait()
+		s.stdout.SetReadDeadline(time.Now().Add(rshWaitDelay))
+	})
 	return s.waitErr
 }
 
@@ -296,6 +315,7 @@ func (s *rshStream) CloseWrite() error {
 func (s *rshStream) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		defer s.stdout.Close() // after the reaping: a blocked Read ends
 		s.stdin.Close()
 		if err := s.cmd.Process.Signal(syscall.SIGTERM); err == nil && s.exited(rshTermGrace) {
 			return

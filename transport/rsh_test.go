@@ -1,12 +1,14 @@
 package transport
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -130,6 +132,65 @@ func TestRshDialerReadAfterWriteReaped(t *testing.T) {
 	_, err := s.Read(make([]byte, 1))
 	if !errors.Is(err, ErrRemoteExited) || !strings.Contains(err.Error(), "status 255 after some output") {
 		t.Fatalf("read after the write reaped ssh: %v; want ErrRemoteExited, status 255 after some output", err)
+	}
+}
+
+// awaitZombie waits until the -e program of s has exited but is not yet
+// reaped, so that what it printed sits unread in its stdout pipe.
+func awaitZombie(t *testing.T, s Stream) {
+	t.Helper()
+	stat := filepath.Join("/proc", strconv.Itoa(s.(*rshStream).cmd.Process.Pid), "stat")
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// pid (comm) STATE ...
+		if f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(f) > 0 && f[0] == "Z" {
+			return
+		}
+	}
+	t.Fatal("the program did not exit")
+}
+
+// A program that answers and exits before it reads (an SFTP-only server,
+// a forced command's refusal) makes the first Write fail; that Write
+// reaps it, and what it printed is still read after, so the refusal is
+// judged by its answer.
+func TestRshDialerOutputReadAfterWriteReaped(t *testing.T) {
+	t.Parallel()
+	d, err := NewRshDialer(Location{Host: "h"}, SSHOptions{Rsh: `sh -c 'echo "This service allows sftp connections only."; exit 1'`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dialT(t, d)
+	awaitZombie(t, s)
+	if _, err := s.Write([]byte("hello")); !errors.Is(err, ErrRemoteExited) {
+		t.Fatalf("write to a program that exited: %v; want ErrRemoteExited", err)
+	}
+	out, err := io.ReadAll(s)
+	if string(out) != "This service allows sftp connections only.\n" || !errors.Is(err, ErrSFTPOnly) {
+		t.Fatalf("read after the write reaped the program: %q, %v; want its answer, then ErrSFTPOnly", out, err)
+	}
+}
+
+// A read after the program was reaped ends even when a child it left
+// behind holds its stdout open: rshWaitDelay later, with how the program
+// ended.
+func TestRshDialerReadEndsWhenChildHoldsStdout(t *testing.T) {
+	t.Parallel()
+	d, err := NewRshDialer(Location{Host: "h"}, SSHOptions{Rsh: `sh -c 'echo partial; sleep 5 </dev/null 2>/dev/null & exit 3'`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dialT(t, d)
+	awaitZombie(t, s)
+	if _, err := s.Write([]byte("hello")); !errors.Is(err, ErrRemoteExited) {
+		t.Fatalf("write to a program that exited: %v; want ErrRemoteExited", err)
+	}
+	out, err := io.ReadAll(s)
+	if string(out) != "partial\n" || !errors.Is(err, ErrRemoteExited) || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("read: %q, %v; want the output, then exit status 3", out, err)
 	}
 }
 
