@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/pkg/sftp"
@@ -51,10 +52,12 @@ func openSFTPRoot(dir string) (*os.Root, error) {
 // link, symlink) fails with "permission denied".
 func serveSFTP(ctx context.Context, s ServerSession, root *os.Root) error {
 	h := sftpFS{root: root}
-	rs := sftp.NewRequestServer(sessionRWC{s}, sftp.Handlers{FileGet: h, FilePut: h, FileCmd: h, FileList: h})
+	rwc := &sessionRWC{s: s}
+	rs := sftp.NewRequestServer(rwc, sftp.Handlers{FileGet: h, FilePut: h, FileCmd: h, FileList: h})
 	stop := context.AfterFunc(ctx, func() { rs.Close() })
 	defer stop()
 	err := rs.Serve()
+	rwc.end()
 	if errors.Is(err, io.EOF) || ctx.Err() != nil {
 		return nil
 	}
@@ -62,11 +65,35 @@ func serveSFTP(ctx context.Context, s ServerSession, root *os.Root) error {
 }
 
 // sessionRWC is a session's channel as pkg/sftp's io.ReadWriteCloser.
-type sessionRWC struct{ s ServerSession }
+// Its Writes are serialized with end: pkg/sftp's packet manager may
+// still be sending a reply when Serve returns, and the session's
+// CloseWrite, which follows, must not run beside a Write on the channel
+// (x/crypto/ssh's channel does not guard its EOF flag against one).
+type sessionRWC struct {
+	s     ServerSession
+	mu    sync.Mutex
+	ended bool // end was called: Writes fail with io.ErrClosedPipe
+}
 
-func (c sessionRWC) Read(p []byte) (int, error)  { return c.s.Stdin.Read(p) }
-func (c sessionRWC) Write(p []byte) (int, error) { return c.s.Stdout.Write(p) }
-func (c sessionRWC) Close() error {
+func (c *sessionRWC) Read(p []byte) (int, error) { return c.s.Stdin.Read(p) }
+
+func (c *sessionRWC) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return 0, io.ErrClosedPipe
+	}
+	return c.s.Stdout.Write(p)
+}
+
+// end waits for a Write under way and fails every later one.
+func (c *sessionRWC) end() {
+	c.mu.Lock()
+	c.ended = true
+	c.mu.Unlock()
+}
+
+func (c *sessionRWC) Close() error {
 	if cl, ok := c.s.Stdin.(io.Closer); ok {
 		return cl.Close()
 	}
