@@ -276,6 +276,9 @@ func restoreHeapBounded(t *testing.T, what string, bound uint64, mode string, se
 	if testing.Short() {
 		t.Skipf("%s 250,000 files", what)
 	}
+	if testenv.Race {
+		t.Skip("a peak-heap bound, which the race detector's garbage goes over")
+	}
 	for _, n := range []int{50_000, 200_000} {
 		src := flatTree(t, n)
 		dst := filepath.Join(memDir(t), "D")
@@ -306,6 +309,9 @@ func restoreHeapBounded(t *testing.T, what string, bound uint64, mode string, se
 func TestChunkedMergeMemoryBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("restores 250,000 files")
+	}
+	if testenv.Race {
+		t.Skip("a peak-heap bound, which the race detector's garbage goes over")
 	}
 	const bound = 24 << 20
 	for _, n := range []int{25_000, 100_000} {

@@ -14,5 +14,6 @@
 //	  missing, CI unset   → t.Skip  ("... make test installs it")
 //	  missing, CI set     → t.Fatal ("... make test installs it")
 //
-// Files: doc.go — this overview; tool.go — InCI and RequireTool.
+// Files: doc.go — this overview; tool.go — InCI and RequireTool; race.go
+// and norace.go — Race, whether the race detector is built in.
 package testenv
