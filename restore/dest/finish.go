@@ -199,14 +199,18 @@ func (w *Writer) hardlink(cur *dirCursor, e *treewalk.Entry) error {
 	return w.linkInto(ldir, lbase, dirfd, base, e.LinkTo)
 }
 
-// finishDir sweeps stale temporary files out of the directory e and sets
-// its metadata.
+// finishDir sweeps stale temporary files out of the directory e, unless
+// this Writer created it (a killed run's temporary files are only in
+// directories that were there before this run), and sets its metadata.
 func (w *Writer) finishDir(e *treewalk.Entry) error {
 	fd, err := openDirBeneath(w.rootFd, e.Path)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
+	if w.takeMade(e.Path) {
+		return w.applyMeta(fd, e)
+	}
 	names, err := readDirNames(fd)
 	if err != nil {
 		return err
@@ -219,4 +223,26 @@ func (w *Writer) finishDir(e *treewalk.Entry) error {
 		}
 	}
 	return w.applyMeta(fd, e)
+}
+
+// addMade records that this Writer created the directory rel (a path
+// relative to DST). Safe for concurrent use.
+func (w *Writer) addMade(rel string) {
+	w.madeMu.Lock()
+	if w.madeDirs == nil {
+		w.madeDirs = map[string]struct{}{}
+	}
+	w.madeDirs[rel] = struct{}{}
+	w.madeMu.Unlock()
+}
+
+// takeMade reports whether this Writer's Plan created the directory rel
+// (DST itself is not among them) and forgets rel: it is asked once, as
+// the directory is finished. Safe for concurrent use.
+func (w *Writer) takeMade(rel string) bool {
+	w.madeMu.Lock()
+	defer w.madeMu.Unlock()
+	_, ok := w.madeDirs[rel]
+	delete(w.madeDirs, rel)
+	return ok
 }

@@ -63,6 +63,7 @@ func (w *Writer) mkdir(cur *dirCursor, e *treewalk.Entry) error {
 	err = w.mkdirOwned(dirfd, base, e)
 	if err == nil {
 		cur.markMade(e.Path)
+		w.addMade(e.Path)
 	}
 	if err != unix.EEXIST {
 		return err
@@ -77,7 +78,11 @@ func (w *Writer) mkdir(cur *dirCursor, e *treewalk.Entry) error {
 	if err := removeAllAt(dirfd, base); err != nil {
 		return fmt.Errorf("replace %s with a directory: %w", fileType(st.Mode), err)
 	}
-	return w.mkdirOwned(dirfd, base, e)
+	if err := w.mkdirOwned(dirfd, base, e); err != nil {
+		return err
+	}
+	w.addMade(e.Path)
+	return nil
 }
 
 // mkdirOwned creates the directory base in dirfd (EEXIST when a name is

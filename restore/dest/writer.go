@@ -73,6 +73,14 @@ type Writer struct {
 	splitMu    sync.Mutex
 	splitTemps map[string]bool // split files prepared and not yet committed
 
+	// madeDirs holds the directories this Writer created and has not
+	// finished yet (relative paths): no earlier run left temporary files
+	// in them, so finishDir need not list them. An entry goes when its
+	// directory is finished, so the set holds the directories in flight,
+	// not the tree.
+	madeMu   sync.Mutex
+	madeDirs map[string]struct{}
+
 	dirs    dirCache     // the data path's open directories
 	tmpLink atomic.Int32 // how O_TMPFILE files are linked (link* in fs_linux.go)
 
