@@ -1,7 +1,11 @@
 package bench
 
 import (
+	"archive/tar"
+	"bytes"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -151,5 +155,45 @@ func TestParseTimeReport(t *testing.T) {
 		if u, err := parseTimeReport([]byte(in)); err == nil {
 			t.Errorf("parseTimeReport(%q) = %+v, want an error", in, u)
 		}
+	}
+}
+
+// The tar baseline of the scale table writes GNU tar's default format,
+// with no PAX extended header per file.
+func TestScaleTarBaselineIsPlainTar(t *testing.T) {
+	tarPath, err := exec.LookPath("tar")
+	if err != nil {
+		t.Skip("no tar")
+	}
+	src := t.TempDir()
+	for _, name := range []string{"a.txt", "b.txt"} {
+		if err := os.WriteFile(filepath.Join(src, name), []byte("small "+name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	words := scaleTarCreate(src)
+	out, err := exec.Command(tarPath, words[1:]...).Output()
+	if err != nil {
+		t.Fatalf("%q: %v", words, err)
+	}
+	tr := tar.NewReader(bytes.NewReader(out))
+	files := 0
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Format&tar.FormatPAX != 0 || len(h.PAXRecords) > 0 {
+			t.Errorf("%s: a PAX header (%v, %v) in the baseline's archive", h.Name, h.Format, h.PAXRecords)
+		}
+		if h.Typeflag == tar.TypeReg {
+			files++
+		}
+	}
+	if files != 2 {
+		t.Errorf("%d regular files in the archive, want 2", files)
 	}
 }
