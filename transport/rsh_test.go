@@ -135,6 +135,24 @@ func TestRshDialerReadAfterWriteReaped(t *testing.T) {
 	}
 }
 
+// readAfterReapingWrite dials the -e program rsh, waits until it has
+// exited unreaped, checks that a Write then fails with ErrRemoteExited
+// (the Write reaps it) and returns what reading the stream to its end
+// gives.
+func readAfterReapingWrite(t *testing.T, rsh string) ([]byte, error) {
+	t.Helper()
+	d, err := NewRshDialer(Location{Host: "h"}, SSHOptions{Rsh: rsh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dialT(t, d)
+	awaitZombie(t, s)
+	if _, err := s.Write([]byte("hello")); !errors.Is(err, ErrRemoteExited) {
+		t.Fatalf("write to a program that exited: %v; want ErrRemoteExited", err)
+	}
+	return io.ReadAll(s)
+}
+
 // awaitZombie waits until the -e program of s has exited but is not yet
 // reaped, so that what it printed sits unread in its stdout pipe.
 func awaitZombie(t *testing.T, s Stream) {
@@ -159,16 +177,7 @@ func awaitZombie(t *testing.T, s Stream) {
 // judged by its answer.
 func TestRshDialerOutputReadAfterWriteReaped(t *testing.T) {
 	t.Parallel()
-	d, err := NewRshDialer(Location{Host: "h"}, SSHOptions{Rsh: `sh -c 'echo "This service allows sftp connections only."; exit 1'`})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := dialT(t, d)
-	awaitZombie(t, s)
-	if _, err := s.Write([]byte("hello")); !errors.Is(err, ErrRemoteExited) {
-		t.Fatalf("write to a program that exited: %v; want ErrRemoteExited", err)
-	}
-	out, err := io.ReadAll(s)
+	out, err := readAfterReapingWrite(t, `sh -c 'echo "This service allows sftp connections only."; exit 1'`)
 	if string(out) != "This service allows sftp connections only.\n" || !errors.Is(err, ErrSFTPOnly) {
 		t.Fatalf("read after the write reaped the program: %q, %v; want its answer, then ErrSFTPOnly", out, err)
 	}
@@ -179,16 +188,7 @@ func TestRshDialerOutputReadAfterWriteReaped(t *testing.T) {
 // ended.
 func TestRshDialerReadEndsWhenChildHoldsStdout(t *testing.T) {
 	t.Parallel()
-	d, err := NewRshDialer(Location{Host: "h"}, SSHOptions{Rsh: `sh -c 'echo partial; sleep 5 </dev/null 2>/dev/null & exit 3'`})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := dialT(t, d)
-	awaitZombie(t, s)
-	if _, err := s.Write([]byte("hello")); !errors.Is(err, ErrRemoteExited) {
-		t.Fatalf("write to a program that exited: %v; want ErrRemoteExited", err)
-	}
-	out, err := io.ReadAll(s)
+	out, err := readAfterReapingWrite(t, `sh -c 'echo partial; sleep 5 </dev/null 2>/dev/null & exit 3'`)
 	if string(out) != "partial\n" || !errors.Is(err, ErrRemoteExited) || !strings.Contains(err.Error(), "exit status 3") {
 		t.Fatalf("read: %q, %v; want the output, then exit status 3", out, err)
 	}
