@@ -307,9 +307,7 @@ func deleteHeapBounded(t *testing.T, mode string, bound uint64, set func(*restor
 	if testing.Short() {
 		t.Skip("restores 250,000 files twice")
 	}
-	if testenv.Race {
-		t.Skip("a peak-heap bound, which the race detector's garbage goes over")
-	}
+	skipHeapBoundUnderRace(t)
 	for _, n := range []int{50_000, 200_000} {
 		src := flatTree(t, n)
 		dst := filepath.Join(memDir(t), "D")

@@ -216,6 +216,15 @@ func flatTree(t *testing.T, n int) string {
 	return src
 }
 
+// skipHeapBoundUnderRace skips a test of a peak-heap bound under the race
+// detector, whose garbage goes over it (testenv.Race).
+func skipHeapBoundUnderRace(t *testing.T) {
+	t.Helper()
+	if testenv.Race {
+		t.Skip("a peak-heap bound, which the race detector's garbage goes over")
+	}
+}
+
 // peakHeapBytes runs fn and returns the most heap its objects took
 // meanwhile (live and not yet collected), sampled as it runs, above what
 // the process held before it: what earlier tests left alive, such as the
@@ -276,9 +285,7 @@ func restoreHeapBounded(t *testing.T, what string, bound uint64, mode string, se
 	if testing.Short() {
 		t.Skipf("%s 250,000 files", what)
 	}
-	if testenv.Race {
-		t.Skip("a peak-heap bound, which the race detector's garbage goes over")
-	}
+	skipHeapBoundUnderRace(t)
 	for _, n := range []int{50_000, 200_000} {
 		src := flatTree(t, n)
 		dst := filepath.Join(memDir(t), "D")
@@ -310,9 +317,7 @@ func TestChunkedMergeMemoryBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("restores 250,000 files")
 	}
-	if testenv.Race {
-		t.Skip("a peak-heap bound, which the race detector's garbage goes over")
-	}
+	skipHeapBoundUnderRace(t)
 	const bound = 24 << 20
 	for _, n := range []int{25_000, 100_000} {
 		var srcs []string
