@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"slices"
 	"time"
 )
 
@@ -110,6 +111,16 @@ const (
 	// autoMeasShare is the share of a window's raw bytes that must have
 	// gone through the current rung for the window to measure the rung.
 	autoMeasShare = 0.9
+	// autoMeasKeep is how many of a rung's measured windows its measured
+	// time is the median of. A single window can be several times
+	// slower than its neighbours without the rung being so: the
+	// scheduler held the codec's thread (a 1 MiB lz4 window of 24 ms of
+	// CPU among windows of 3 to 5), or the link stalled for a moment
+	// (97 ns per byte among windows of 20 to 35). Folded into an
+	// average, such a window made the rung below look faster, and as
+	// the stream then no longer measured the rung it left, kept it off
+	// that rung for as long as the measurement stayed fresh.
+	autoMeasKeep = 3
 )
 
 // frameSample is what sending one frame cost, as the frame writer measured
@@ -191,8 +202,8 @@ type autoController struct {
 	peerNsPerByte float64
 	// The window being gathered.
 	win autoWindow
-	// meas is each rung's measured wall time per raw byte (ns, EWMA; 0:
-	// never measured): the time the stream took per byte while on the
+	// meas is each rung's measured wall time per raw byte (ns, the
+	// median of measWin; 0: never measured): the time the stream took per byte while on the
 	// rung, whatever bounded it (the link, the codec, the receiver, the
 	// round trips), and measAge the windows decided since it was last
 	// measured. The model's predictions rest on what the samples say of
@@ -201,6 +212,10 @@ type autoController struct {
 	// more a rung compresses; meas is what each rung achieved.
 	meas    [autoRungs]float64
 	measAge [autoRungs]int
+	// measWin holds each rung's last measured windows, newest first,
+	// and measN how many of them are valid (autoMeasKeep at most).
+	measWin [autoRungs][autoMeasKeep]float64
+	measN   [autoRungs]int
 	// onRung counts the windows decided on the current rung in a row
 	// (below autoMeasSkip, the window being gathered is not measured);
 	// probe is what is left of a probe of the rung below (0: none),
@@ -315,9 +330,32 @@ func (a *autoController) measure() {
 	}
 	r := a.rung
 	if a.measAge[r] > autoMeasFresh {
-		a.meas[r] = 0
+		a.measN[r] = 0
 	}
-	a.meas[r], a.measAge[r] = mix(a.meas[r], wall), 0
+	h := &a.measWin[r]
+	copy(h[1:], h[:len(h)-1])
+	h[0] = wall
+	a.measN[r] = min(a.measN[r]+1, autoMeasKeep)
+	a.meas[r], a.measAge[r] = robustTime(h[:a.measN[r]]), 0
+}
+
+// forget drops rung r's measured time: it is measured again from its
+// next windows.
+func (a *autoController) forget(r int) {
+	a.meas[r], a.measN[r] = 0, 0
+}
+
+// robustTime returns the median of the times per byte in ts (1 to
+// autoMeasKeep of them), the lower of two: what else ran only ever
+// stretches a window's time, never shrinks it. It does not modify ts.
+func robustTime(ts []float64) float64 {
+	var buf [autoMeasKeep]float64
+	s := buf[:copy(buf[:], ts)]
+	slices.Sort(s)
+	if len(s) == 2 {
+		return s[0]
+	}
+	return s[len(s)/2]
 }
 
 // fresh reports whether rung r's measured time is recent enough to
@@ -437,7 +475,11 @@ func (a *autoController) decide(prev int) {
 	}
 	if a.rung == 0 && w.compRaw > 0 {
 		if a.noneAge++; a.noneAge >= autoRetryWindows {
+			// What lz4 measured before the stream left it is what the
+			// retry is to measure again: until its own windows are
+			// measured, the model decides.
 			a.noneAge, a.rung, link = 0, 1, link+",retry"
+			a.forget(1)
 		}
 	} else if a.rung > 0 {
 		a.noneAge = 0
