@@ -106,8 +106,15 @@ const (
 	// stays fresh.
 	autoProbeEvery   = 8
 	autoProbeWindows = 8
-	autoMeasSkip     = 4
-	autoMeasFresh    = 64
+	// autoProbeMaxGap bounds the windows between two probes of the same
+	// rung below: each probe that finds that rung slower doubles the gap
+	// from autoMeasFresh, since a probe sends 8 windows at the slower
+	// rung's pace (on bigfile's text at 1 Gbit/s, one probe every 72
+	// windows sent a ninth of the text uncompressed); a probe the rung
+	// below wins, or any other switch, brings it back to autoMeasFresh.
+	autoProbeMaxGap = 256
+	autoMeasSkip    = 4
+	autoMeasFresh   = 64
 	// autoMeasShare is the share of a window's raw bytes that must have
 	// gone through the current rung for the window to measure the rung.
 	autoMeasShare = 0.9
@@ -221,6 +228,9 @@ type autoController struct {
 	// probe is what is left of a probe of the rung below (0: none),
 	// probeFrom the rung it probes from.
 	onRung, probe, probeFrom int
+	// probeGap is how many windows after the rung below was last
+	// measured it is probed again (0: autoMeasFresh).
+	probeGap int
 	// contention is the codec's wall time over its CPU time (EWMA; 1:
 	// it had a core to itself, or not measured): above 1, other work
 	// waited for the core, and the CPU compression takes is taken from
@@ -372,11 +382,20 @@ func (a *autoController) probeStep(prev int) {
 		return
 	}
 	if a.fresh(a.rung) && a.fresh(a.probeFrom) && a.meas[a.rung] < a.meas[a.probeFrom] {
+		a.probeGap = 0
 		a.trace(prev, 0, "probe,lower")
 		return
 	}
 	a.rung = a.probeFrom
+	a.probeGap = min(2*max(a.probeGap, autoMeasFresh), autoProbeMaxGap)
 	a.trace(prev, 0, "probe,back")
+}
+
+// probeDue reports whether the rung below the current one is to be probed:
+// it was never measured, or not in the last probeGap windows.
+func (a *autoController) probeDue() bool {
+	r := a.rung - 1
+	return a.meas[r] == 0 || a.measAge[r] > max(a.probeGap, autoMeasFresh)
 }
 
 func (a *autoController) decide(prev int) {
@@ -467,7 +486,10 @@ func (a *autoController) decide(prev int) {
 	case bestT < autoSwitchGain*cur || (best < a.rung && bestT <= cur):
 		a.rung = best // a cheaper rung needs no gain: as fast, less CPU
 	}
-	if a.rung == prev && a.rung > 0 && a.onRung >= autoProbeEvery && !a.fresh(a.rung-1) {
+	if a.rung != prev {
+		a.probeGap = 0 // what the probes found was of the rung left
+	}
+	if a.rung == prev && a.rung > 0 && a.onRung >= autoProbeEvery && a.probeDue() {
 		// Measure the rung below now and then: the model's view of
 		// the link may favour the dearer rung where it is not faster.
 		a.probe, a.probeFrom = autoProbeWindows, a.rung
