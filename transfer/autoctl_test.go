@@ -388,12 +388,7 @@ func TestAutoControllerCountsStolenCPU(t *testing.T) {
 // measured lz4, that one window's time vetoed lz4 until the measurement
 // went stale, and again after lz4's retry, leaving lz4 for most of the run.
 func TestAutoControllerOneSlowWindow(t *testing.T) {
-	text := recordedWorld{
-		autoWorld: autoWorld{ratioScale: 0.4, linkNsPerByte: 18},
-		cpuScale:  0.42,
-		contention: []float64{2.01, 1.26, 1.41, 3.89, 4.94, 1.25, 1.90, 1.24, 6.85, 1.02,
-			1.35, 5.53, 1.07, 1.21, 1.10, 1.08, 1.07, 1.11, 6.66, 1.29, 1.46},
-	}
+	text := bigfileText1G
 	for _, tc := range []struct {
 		name string
 		slow func(s *frameSample)
@@ -433,12 +428,7 @@ func TestAutoControllerOneSlowWindow(t *testing.T) {
 // changes so that the rung below is faster (a stream bound by round
 // trips, where compressing only adds to each), the probes still find it.
 func TestAutoControllerProbesBackOff(t *testing.T) {
-	text := recordedWorld{
-		autoWorld: autoWorld{ratioScale: 0.4, linkNsPerByte: 18},
-		cpuScale:  0.42,
-		contention: []float64{2.01, 1.26, 1.41, 3.89, 4.94, 1.25, 1.90, 1.24, 6.85, 1.02,
-			1.35, 5.53, 1.07, 1.21, 1.10, 1.08, 1.07, 1.11, 6.66, 1.29, 1.46},
-	}
+	text := bigfileText1G
 	a := newAutoController()
 	rungs := text.run(a, 1600)
 	if n, most := count(rungs[80:], 0), (len(rungs)-80)/20; n > most {
@@ -459,12 +449,7 @@ func TestAutoControllerProbesBackOff(t *testing.T) {
 // (bigfile's text at 1 Gbit/s): lz4 3.9 ns per byte, none 8.8, and each
 // report that the receiver kept up sent 3 windows as none.
 func TestAutoControllerReceiverCaughtUp(t *testing.T) {
-	text := recordedWorld{
-		autoWorld: autoWorld{ratioScale: 0.4, linkNsPerByte: 18},
-		cpuScale:  0.42,
-		contention: []float64{2.01, 1.26, 1.41, 3.89, 4.94, 1.25, 1.90, 1.24, 6.85, 1.02,
-			1.35, 5.53, 1.07, 1.21, 1.10, 1.08, 1.07, 1.11, 6.66, 1.29, 1.46},
-	}
+	text := bigfileText1G
 	a := newAutoController()
 	var rungs []int
 	for i := range 1600 {
@@ -481,6 +466,16 @@ func TestAutoControllerReceiverCaughtUp(t *testing.T) {
 	if n, most := count(rungs[80:], 0), (len(rungs)-80)/20; n > most {
 		t.Errorf("none on %d of %d frames after the first 20 windows, want %d at most (rungs %v)", n, len(rungs)-80, most, rungs)
 	}
+}
+
+// bigfileText1G is the bigfile profile's text at 1 Gbit/s and 1 ms RTT on
+// 2 shared cores, as recorded on the lab (see
+// TestAutoControllerOnRecordedTraces): lz4 is the fastest codec there.
+var bigfileText1G = recordedWorld{
+	autoWorld: autoWorld{ratioScale: 0.4, linkNsPerByte: 18},
+	cpuScale:  0.42,
+	contention: []float64{2.01, 1.26, 1.41, 3.89, 4.94, 1.25, 1.90, 1.24, 6.85, 1.02,
+		1.35, 5.53, 1.07, 1.21, 1.10, 1.08, 1.07, 1.11, 6.66, 1.29, 1.46},
 }
 
 // recordedWorld is a link and machine recorded on the lab
@@ -535,12 +530,7 @@ func TestAutoControllerOnRecordedTraces(t *testing.T) {
 		// 1.38 s, with 0.1 s less CPU than none); a controller that
 		// charged a starved window's contention on the codec's wall time
 		// went to none and stayed.
-		{"1 Gbit/s, CPU-bound, text", recordedWorld{
-			autoWorld: autoWorld{ratioScale: 0.4, linkNsPerByte: 18},
-			cpuScale:  0.42,
-			contention: []float64{2.01, 1.26, 1.41, 3.89, 4.94, 1.25, 1.90, 1.24, 6.85, 1.02,
-				1.35, 5.53, 1.07, 1.21, 1.10, 1.08, 1.07, 1.11, 6.66, 1.29, 1.46},
-		}, []string{"lz4"}},
+		{"1 Gbit/s, CPU-bound, text", bigfileText1G, []string{"lz4"}},
 		// The smallfiles profile over a loopback sshd (scripts/scale.sh,
 		// 50,000 files): 17 ns per byte sent as none; zstd:1 10.6 ns of
 		// CPU per byte, its wall time 1.0 to 3.4 times that, for a ratio
