@@ -214,9 +214,9 @@ type autoController struct {
 	win autoWindow
 	// meas is each rung's measured wall time per raw byte (ns, the
 	// median of measWin; 0: never measured): the time the stream took
-	// per byte while on the rung, whatever bounded it (the link, the codec, the receiver, the
-	// round trips), and measAge the windows decided since it was last
-	// measured. The model's predictions rest on what the samples say of
+	// per byte while on the rung, whatever bounded it (the link, the
+	// codec, the receiver, the round trips), and measAge the windows
+	// decided since it was last measured. The model's predictions rest on what the samples say of
 	// the link and the codec, and a pipeline bound by round trips or by
 	// cores shared with the receiver makes the link look slower the
 	// more a rung compresses; meas is what each rung achieved.
