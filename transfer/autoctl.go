@@ -98,7 +98,8 @@ const (
 	autoNoShrink = 0.98
 	// autoProbeEvery is how many windows a stream sends on a compressing
 	// rung before it sends autoProbeWindows on the rung below, unless
-	// that rung's measured time is fresh. The first autoMeasSkip windows
+	// that rung was measured in the last autoMeasFresh windows (or the
+	// rung's probe gap, see autoProbeMaxGap). The first autoMeasSkip windows
 	// on a rung are not measured: the frame queue, the SSH window and
 	// the sockets' buffers (a few MiB) held frames of the old rung, and
 	// the receiver's requests, which pace the sender, follow what it
