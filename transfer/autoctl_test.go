@@ -388,7 +388,6 @@ func TestAutoControllerCountsStolenCPU(t *testing.T) {
 // measured lz4, that one window's time vetoed lz4 until the measurement
 // went stale, and again after lz4's retry, leaving lz4 for most of the run.
 func TestAutoControllerOneSlowWindow(t *testing.T) {
-	text := bigfileText1G
 	for _, tc := range []struct {
 		name string
 		slow func(s *frameSample)
@@ -402,18 +401,11 @@ func TestAutoControllerOneSlowWindow(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := newAutoController()
-			var rungs []int
-			for i := range 1600 {
-				w := i / 4
-				r := a.current()
-				rungs = append(rungs, r)
-				s := text.sample(i, r)
-				if r > 0 && w >= 20 && w%64 == 23 {
-					tc.slow(&s) // one window of every 64, on a compressing rung
+			rungs := bigfileText1G.runEach(newAutoController(), 1600, func(i int, s *frameSample) {
+				if w := i / 4; s.rung > 0 && w >= 20 && w%64 == 23 {
+					tc.slow(s) // one window of every 64, on a compressing rung
 				}
-				a.observe(s)
-			}
+			})
 			if n, want := count(rungs[80:], 1), (len(rungs)-80)*8/10; n < want {
 				t.Errorf("lz4 on %d of %d frames after the first 20 windows, want %d or more (rungs %v)", n, len(rungs)-80, want, rungs)
 			}
@@ -428,9 +420,8 @@ func TestAutoControllerOneSlowWindow(t *testing.T) {
 // changes so that the rung below is faster (a stream bound by round
 // trips, where compressing only adds to each), the probes still find it.
 func TestAutoControllerProbesBackOff(t *testing.T) {
-	text := bigfileText1G
 	a := newAutoController()
-	rungs := text.run(a, 1600)
+	rungs := bigfileText1G.run(a, 1600)
 	if n, most := count(rungs[80:], 0), (len(rungs)-80)/20; n > most {
 		t.Errorf("none on %d of %d frames after the first 20 windows, want %d at most (rungs %v)", n, len(rungs)-80, most, rungs)
 	}
@@ -449,20 +440,15 @@ func TestAutoControllerProbesBackOff(t *testing.T) {
 // (bigfile's text at 1 Gbit/s): lz4 3.9 ns per byte, none 8.8, and each
 // report that the receiver kept up sent 3 windows as none.
 func TestAutoControllerReceiverCaughtUp(t *testing.T) {
-	text := bigfileText1G
 	a := newAutoController()
-	var rungs []int
-	for i := range 1600 {
+	rungs := bigfileText1G.runEach(a, 1600, func(i int, _ *frameSample) {
 		switch i % 64 {
 		case 31:
 			a.peerLink(18) // the receiver waited for the link
 		case 63:
 			a.peerCaughtUp()
 		}
-		r := a.current()
-		rungs = append(rungs, r)
-		a.observe(text.sample(i, r))
-	}
+	})
 	if n, most := count(rungs[80:], 0), (len(rungs)-80)/20; n > most {
 		t.Errorf("none on %d of %d frames after the first 20 windows, want %d at most (rungs %v)", n, len(rungs)-80, most, rungs)
 	}
@@ -492,24 +478,28 @@ type recordedWorld struct {
 // run feeds the controller n frames of the world and returns the rungs
 // it chose, one per frame.
 func (w recordedWorld) run(a *autoController, n int) []int {
-	var rungs []int
-	for i := range n {
-		r := a.current()
-		rungs = append(rungs, r)
-		a.observe(w.sample(i, r))
-	}
-	return rungs
+	return w.runEach(a, n, nil)
 }
 
-// sample returns the world's i-th frame sent on rung r: its window's
-// contention stretches the codec's wall time over its CPU time.
-func (w recordedWorld) sample(i, r int) frameSample {
-	c := w.contention[(i/4)%len(w.contention)]
-	aw := w.autoWorld
-	aw.costScale = w.cpuScale * c
-	s := aw.frame(r)
-	s.compressCPU = time.Duration(float64(s.compress) / c)
-	return s
+// runEach is run with each, when not nil, called with the frame's index
+// and its sample before the controller observes it: a test changes the
+// sample, or tells the controller what the receiver reported.
+func (w recordedWorld) runEach(a *autoController, n int, each func(i int, s *frameSample)) []int {
+	var rungs []int
+	for i := range n {
+		c := w.contention[(i/4)%len(w.contention)]
+		aw := w.autoWorld
+		aw.costScale = w.cpuScale * c
+		r := a.current()
+		rungs = append(rungs, r)
+		s := aw.frame(r)
+		s.compressCPU = time.Duration(float64(s.compress) / c)
+		if each != nil {
+			each(i, &s)
+		}
+		a.observe(s)
+	}
+	return rungs
 }
 
 // TestAutoControllerOnRecordedTraces checks the controller on links and
