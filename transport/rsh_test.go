@@ -185,10 +185,13 @@ func TestRshDialerOutputReadAfterWriteReaped(t *testing.T) {
 
 // A read after the program was reaped ends even when a child it left
 // behind holds its stdout open: rshWaitDelay later, with how the program
-// ended.
+// ended. The program gives up its stdin before it starts the child, so
+// that no process still reads the pipe once it has exited: a child that
+// redirected its own stdin could still hold the pipe when the write came,
+// if the scheduler ran the exiting parent first.
 func TestRshDialerReadEndsWhenChildHoldsStdout(t *testing.T) {
 	t.Parallel()
-	out, err := readAfterReapingWrite(t, `sh -c 'echo partial; sleep 5 </dev/null 2>/dev/null & exit 3'`)
+	out, err := readAfterReapingWrite(t, `sh -c 'echo partial; exec </dev/null; sleep 5 2>/dev/null & exit 3'`)
 	if string(out) != "partial\n" || !errors.Is(err, ErrRemoteExited) || !strings.Contains(err.Error(), "exit status 3") {
 		t.Fatalf("read: %q, %v; want the output, then exit status 3", out, err)
 	}
