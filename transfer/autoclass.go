@@ -28,11 +28,22 @@ const DefaultSkipCompress = "3g2/3gp/7z/aac/ace/apk/avi/bz2/deb/dmg/ear/f4v/flac
 // name after its last dot. The zero value skips nothing; it is safe for
 // concurrent use once parsed.
 type SkipList struct {
-	// rules are the lowercased rules, each a sequence of alternatives
-	// (one letter, or a bracket's letters) per position.
+	// suffixes holds every lowercased suffix the rules stand for, their
+	// classes expanded, for rules of at most skipExpandMax suffixes;
+	// Match is one map lookup for them.
+	suffixes map[string]struct{}
+	// rules are the other lowercased rules, each a sequence of
+	// alternatives (one letter, or a bracket's letters) per position.
 	rules [][]string
-	text  string
+	// longest is the length of the longest suffix any rule matches.
+	longest int
+	text    string
 }
+
+// skipExpandMax bounds the suffixes one rule is expanded to: "mp[34]"
+// is two; a rule of many classes, which no real list has, stays a rule
+// matched position by position.
+const skipExpandMax = 64
 
 // ParseSkipList parses a --skip-compress LIST. A bracket that is not
 // closed, or an empty one, is an error naming the rule.
@@ -55,9 +66,38 @@ func ParseSkipList(list string) (SkipList, error) {
 			pos = append(pos, rule[i+1:i+1+end])
 			i += 1 + end
 		}
-		l.rules = append(l.rules, pos)
+		l.add(pos)
 	}
 	return l, nil
+}
+
+// add puts a parsed rule in the suffix set, or in rules when its classes
+// stand for more than skipExpandMax suffixes.
+func (l *SkipList) add(pos []string) {
+	l.longest = max(l.longest, len(pos))
+	n := 1
+	for _, alt := range pos {
+		if n *= len(alt); n > skipExpandMax {
+			l.rules = append(l.rules, pos)
+			return
+		}
+	}
+	if l.suffixes == nil {
+		l.suffixes = make(map[string]struct{})
+	}
+	sufs := []string{""}
+	for _, alt := range pos {
+		next := make([]string, 0, len(sufs)*len(alt))
+		for _, s := range sufs {
+			for i := range len(alt) {
+				next = append(next, s+alt[i:i+1])
+			}
+		}
+		sufs = next
+	}
+	for _, s := range sufs {
+		l.suffixes[s] = struct{}{}
+	}
 }
 
 // String returns the list as it was given.
@@ -71,7 +111,13 @@ func (l SkipList) Match(name string) bool {
 	if dot < 0 || dot == len(base)-1 {
 		return false
 	}
+	if len(base)-dot-1 > l.longest {
+		return false
+	}
 	suf := strings.ToLower(base[dot+1:])
+	if _, ok := l.suffixes[suf]; ok {
+		return true
+	}
 	for _, r := range l.rules {
 		if len(r) != len(suf) {
 			continue
