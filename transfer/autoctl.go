@@ -180,7 +180,8 @@ type frameSample struct {
 // none if need be, where any window measures the link:
 // a fast link with busy cores ends on none, a slow one on a level as high
 // as the CPU keeps up with. The model is checked against each rung's
-// measured wall time per raw byte (meas): a faster rung below is taken,
+// measured wall time per raw byte of the data at hand (measTime): a
+// faster rung below is taken,
 // a dearer one that measured no faster is not, and a compressing rung
 // probes the one below now and then. Its decisions are a pure function
 // of the samples it was given: no clock. Not safe for concurrent use:
@@ -213,20 +214,19 @@ type autoController struct {
 	peerNsPerByte float64
 	// The window being gathered.
 	win autoWindow
-	// meas is each rung's measured wall time per raw byte (ns, the
-	// median of measWin; 0: never measured): the time the stream took
-	// per byte while on the rung, whatever bounded it (the link, the
-	// codec, the receiver, the round trips), and measAge the windows
-	// decided since it was last measured. The model's predictions rest on what the samples say of
-	// the link and the codec, and a pipeline bound by round trips or by
-	// cores shared with the receiver makes the link look slower the
-	// more a rung compresses; meas is what each rung achieved.
-	meas    [autoRungs]float64
-	measAge [autoRungs]int
 	// measWin holds each rung's last measured windows, newest first,
-	// and measN how many of them are valid (autoMeasKeep at most).
-	measWin [autoRungs][autoMeasKeep]float64
+	// measN how many of them are valid (autoMeasKeep at most; 0: not
+	// measured), and measAge the windows decided since the newest. A
+	// window is the time the stream took while on the rung, whatever
+	// bounded it (the link, the codec, the receiver, the round trips):
+	// the model's predictions rest on what the samples say of the link
+	// and the codec, and a pipeline bound by round trips or by cores
+	// shared with the receiver makes the link look slower the more a
+	// rung compresses; the measured windows are what each rung achieved
+	// (measTime).
+	measWin [autoRungs][autoMeasKeep]measuredWindow
 	measN   [autoRungs]int
+	measAge [autoRungs]int
 	// onRung counts the windows decided on the current rung in a row
 	// (below autoMeasSkip, the window being gathered is not measured);
 	// probe is what is left of a probe of the rung below (0: none),
@@ -245,6 +245,15 @@ type autoController struct {
 	decisions int
 	// traceID numbers the controller in AutoTraceEnv's lines (0: not yet).
 	traceID int64
+}
+
+// measuredWindow is one measured window's wall time, in ns per byte: per
+// wire byte where the link bounded the window (its time scales with the
+// bytes sent), else per raw byte (the codec, the producer or the round
+// trips bounded it).
+type measuredWindow struct {
+	ns      float64
+	perWire bool
 }
 
 // autoWindow is what the frames of one window cost.
@@ -324,10 +333,10 @@ func (a *autoController) observe(s frameSample) bool {
 	return a.rung != prev
 }
 
-// measure books the window's wall time per raw byte as the current
-// rung's, when most of the window went through it, and ages the other
-// rungs' measurements. A rung's first autoMeasSkip windows after a
-// switch are not measured.
+// measure books the window's wall time as the current rung's, when most
+// of the window went through it, and ages the other rungs'
+// measurements. A rung's first autoMeasSkip windows after a switch are
+// not measured.
 func (a *autoController) measure() {
 	for r := range a.measAge {
 		a.measAge[r]++
@@ -339,8 +348,7 @@ func (a *autoController) measure() {
 	if a.onRung < autoMeasSkip {
 		return // what the queues and buffers held went at the old rung's pace
 	}
-	wall := float64(w.compress+w.write+w.idle) / float64(w.raw)
-	if wall <= 0 {
+	if w.enc == 0 || w.compress+w.write+w.idle <= 0 {
 		return
 	}
 	r := a.rung
@@ -349,34 +357,61 @@ func (a *autoController) measure() {
 	}
 	h := &a.measWin[r]
 	copy(h[1:], h[:len(h)-1])
-	h[0] = wall
+	wall := float64(w.compress + w.write + w.idle)
+	if float64(w.write) >= autoLinkBound*float64(w.compress+w.write) || a.peerNsPerByte > 0 {
+		h[0] = measuredWindow{ns: wall / float64(w.enc), perWire: true}
+	} else {
+		h[0] = measuredWindow{ns: wall / float64(w.raw)}
+	}
 	a.measN[r] = min(a.measN[r]+1, autoMeasKeep)
-	a.meas[r], a.measAge[r] = robustTime(h[:a.measN[r]]), 0
+	a.measAge[r] = 0
 }
 
 // forget drops rung r's measured time: it is measured again from its
 // next windows.
-func (a *autoController) forget(r int) {
-	a.meas[r], a.measN[r] = 0, 0
+func (a *autoController) forget(r int) { a.measN[r] = 0 }
+
+// measTime returns rung r's measured wall time per raw byte of the data
+// at hand (ns; 0: not measured): the median of its measured windows,
+// those the link bounded taken per wire byte times the ratio the model
+// expects of the rung now. Per raw byte, a link-bound window's time says
+// as much of its data as of the rung: on a hosting account over a
+// 100 Mbit/s link, where the windows' ratios ran from 0.13 to 0.6 as
+// text and media alternated, zstd:1's windows on the less compressible
+// data measured twice lz4's earlier ones, and the stream sent a third of
+// the account as lz4. The link takes the same time per wire byte of any
+// data, as a codec (or a producer, or the round trips) the same time
+// per raw byte.
+func (a *autoController) measTime(r int) float64 {
+	n := a.measN[r]
+	if n == 0 {
+		return 0
+	}
+	var ts [autoMeasKeep]float64
+	for i, m := range a.measWin[r][:n] {
+		ts[i] = m.ns
+		if m.perWire {
+			ts[i] *= a.ratio(r)
+		}
+	}
+	return robustTime(ts[:n])
 }
 
 // robustTime returns the median of the times per byte in ts (1 to
 // autoMeasKeep of them), the lower of two: what else ran only ever
-// stretches a window's time, never shrinks it. It does not modify ts.
+// stretches a window's time, never shrinks it. It sorts ts.
 func robustTime(ts []float64) float64 {
-	var buf [autoMeasKeep]float64
-	s := buf[:copy(buf[:], ts)]
-	slices.Sort(s)
-	if len(s) == 2 {
-		return s[0]
+	slices.Sort(ts)
+	if len(ts) == 2 {
+		return ts[0]
 	}
-	return s[len(s)/2]
+	return ts[len(ts)/2]
 }
 
 // fresh reports whether rung r's measured time is recent enough to
 // weigh against the model.
 func (a *autoController) fresh(r int) bool {
-	return a.meas[r] > 0 && a.measAge[r] <= autoMeasFresh
+	return a.measN[r] > 0 && a.measAge[r] <= autoMeasFresh
 }
 
 // probeStep runs a probe's windows; at its end the stream stays on the
@@ -386,7 +421,7 @@ func (a *autoController) probeStep(prev int) {
 		a.trace(prev, 0, "probe")
 		return
 	}
-	if a.fresh(a.rung) && a.fresh(a.probeFrom) && a.meas[a.rung] < a.meas[a.probeFrom] {
+	if a.fresh(a.rung) && a.fresh(a.probeFrom) && a.measTime(a.rung) < a.measTime(a.probeFrom) {
 		a.probeGap[a.probeFrom] = 0
 		a.trace(prev, 0, "probe,lower")
 		return
@@ -401,7 +436,7 @@ func (a *autoController) probeStep(prev int) {
 // it was never measured, or not in the last probeGap windows.
 func (a *autoController) probeDue() bool {
 	r := a.rung - 1
-	return a.meas[r] == 0 || a.measAge[r] > max(a.probeGap[a.rung], autoMeasFresh)
+	return a.measN[r] == 0 || a.measAge[r] > max(a.probeGap[a.rung], autoMeasFresh)
 }
 
 func (a *autoController) decide(prev int) {
@@ -482,15 +517,15 @@ func (a *autoController) decide(prev int) {
 		best, bestT = a.rung+1, a.predict(a.rung+1)
 	}
 	switch {
-	case a.rung > 0 && a.fresh(a.rung-1) && a.fresh(a.rung) && a.meas[a.rung-1] < a.meas[a.rung]:
+	case a.rung > 0 && a.fresh(a.rung-1) && a.fresh(a.rung) && a.measTime(a.rung-1) < a.measTime(a.rung):
 		// The rung below measured faster, whatever the model says
 		// (cheaper needs no gain, as in the model's own choice).
 		a.probeGap[a.rung] = 0
 		a.rung, link = a.rung-1, link+",measured-lower"
-	case best > a.rung && a.fresh(best) && a.fresh(a.rung) && a.meas[best] > autoSwitchGain*a.meas[a.rung]:
+	case best > a.rung && a.fresh(best) && a.fresh(a.rung) && a.measTime(best) > autoSwitchGain*a.measTime(a.rung):
 		// A dearer rung the model prefers did not measure faster.
 		link += ",measured-stay"
-	case best < a.rung && a.fresh(best) && a.fresh(a.rung) && autoSwitchGain*a.meas[best] > a.meas[a.rung]:
+	case best < a.rung && a.fresh(best) && a.fresh(a.rung) && autoSwitchGain*a.measTime(best) > a.measTime(a.rung):
 		// A cheaper rung the model prefers measured slower by more
 		// than the switching margin. The model's link is a guess
 		// whenever the receiver keeps up (which compressing may be
@@ -530,16 +565,22 @@ func (a *autoController) decide(prev int) {
 // streams and the rest of the machine, or given back to them.
 func (a *autoController) predict(r int) float64 {
 	p := autoPriors[r]
-	ratio := min(1, p.ratio*a.ratioScale)
+	ratio := a.ratio(r)
+	cost := p.nsPerByte * a.costScale
+	wire := ratio * a.linkNsPerByte
+	return max(cost, wire) + a.serial()*min(cost, wire) + a.cpuWeight()*(cost+autoWireNsPerByte*ratio)
+}
+
+// ratio returns the ratio (wire over raw bytes) rung r is expected to
+// reach on the data at hand: its prior scaled by what the rungs measured.
+func (a *autoController) ratio(r int) float64 {
 	if r == 0 || (r > a.ratioRung && a.lastRatio >= autoNoShrink) {
 		// Data the rung measured did not shrink (random bytes, media
 		// the classifier let through) is not assumed to shrink on a
 		// higher rung: the priors' proportions hold for text.
-		ratio = 1
+		return 1
 	}
-	cost := p.nsPerByte * a.costScale
-	wire := ratio * a.linkNsPerByte
-	return max(cost, wire) + a.serial()*min(cost, wire) + a.cpuWeight()*(cost+autoWireNsPerByte*ratio)
+	return min(1, autoPriors[r].ratio*a.ratioScale)
 }
 
 // serial is the share of the codec's time and the link's, the shorter of

@@ -53,7 +53,7 @@ func (a *autoController) trace(prev int, busy float64, link string) {
 	}
 	for r := range autoLadder {
 		if a.fresh(r) {
-			line += fmt.Sprintf(" m[%s]=%.2f", rungName0(r), a.meas[r])
+			line += fmt.Sprintf(" m[%s]=%.2f", rungName0(r), a.measTime(r))
 		}
 	}
 	line += fmt.Sprintf(" -> %s\n", rungName0(a.rung))
