@@ -117,6 +117,12 @@ const (
 	// two on the rung below, while the model guessed the link, say
 	// nothing of the rungs' measured times.
 	autoProbeMaxGap = 256
+	// autoProbeLost is how many times slower than the rung it probes
+	// from a probed rung must measure for the next probe to wait
+	// autoProbeMaxGap windows at once: on bigfile's text at 1 Gbit/s none
+	// measured 2.5 times lz4's time, and the second probe, 128 windows
+	// on, sent 8 more windows uncompressed to find the same.
+	autoProbeLost = 2.0
 	autoMeasSkip    = 4
 	autoMeasFresh   = 64
 	// autoMeasShare is the share of a window's raw bytes that must have
@@ -426,9 +432,13 @@ func (a *autoController) probeStep(prev int) {
 		a.trace(prev, 0, "probe,lower")
 		return
 	}
+	below, from := a.measTime(a.rung), a.measTime(a.probeFrom)
 	a.rung = a.probeFrom
 	g := &a.probeGap[a.rung]
 	*g = min(2*max(*g, autoMeasFresh), autoProbeMaxGap)
+	if below >= autoProbeLost*from && from > 0 {
+		*g = autoProbeMaxGap
+	}
 	a.trace(prev, 0, "probe,back")
 }
 

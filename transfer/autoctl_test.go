@@ -457,7 +457,9 @@ func TestAutoControllerOneSlowWindow(t *testing.T) {
 // TestAutoControllerProbesBackOff checks that a stream on the fastest
 // rung probes the rung below less often each time the probe loses: on
 // bigfile's text at 1 Gbit/s (lz4 the fastest), a probe every 72 windows
-// sent a tenth of the frames uncompressed (160 of 1,520). Once the world
+// sent a tenth of the frames uncompressed (160 of 1,520), and a probe
+// that found the rung below at twice the time or more is not repeated
+// for the longest gap. Once the world
 // changes so that the rung below is faster (a stream bound by round
 // trips, where compressing only adds to each), the probes still find it.
 func TestAutoControllerProbesBackOff(t *testing.T) {
@@ -465,6 +467,11 @@ func TestAutoControllerProbesBackOff(t *testing.T) {
 	rungs := bigfileText1G.run(a, 1600)
 	if n, most := count(rungs[80:], 0), (len(rungs)-80)/20; n > most {
 		t.Errorf("none on %d of %d frames after the first 20 windows, want %d at most (rungs %v)", n, len(rungs)-80, most, rungs)
+	}
+	// The first probe, in the first 20 windows, found none at more than
+	// twice lz4's time: the next waits the longest gap.
+	if n := count(rungs[80:4*(20+autoProbeMaxGap)], 0); n > 0 {
+		t.Errorf("none on %d frames within %d windows of a probe that found it 2x slower (rungs %v)", n, autoProbeMaxGap, rungs)
 	}
 	trips := autoWorld{costScale: 1, ratioScale: 1, roundTripNsPerRaw: 20}
 	rungs = trips.run(a, 3000)
