@@ -117,14 +117,14 @@ const (
 	// two on the rung below, while the model guessed the link, say
 	// nothing of the rungs' measured times.
 	autoProbeMaxGap = 256
+	autoMeasSkip    = 4
+	autoMeasFresh   = 64
 	// autoProbeLost is how many times slower than the rung it probes
 	// from a probed rung must measure for the next probe to wait
 	// autoProbeMaxGap windows at once: on bigfile's text at 1 Gbit/s none
 	// measured 2.5 times lz4's time, and the second probe, 128 windows
 	// on, sent 8 more windows uncompressed to find the same.
 	autoProbeLost = 2.0
-	autoMeasSkip    = 4
-	autoMeasFresh   = 64
 	// autoMeasShare is the share of a window's raw bytes that must have
 	// gone through the current rung for the window to measure the rung.
 	autoMeasShare = 0.9
