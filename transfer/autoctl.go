@@ -187,9 +187,8 @@ type frameSample struct {
 // a fast link with busy cores ends on none, a slow one on a level as high
 // as the CPU keeps up with. The model is checked against each rung's
 // measured wall time per raw byte of the data at hand (measTime): a
-// faster rung below is taken,
-// a dearer one that measured no faster is not, and a compressing rung
-// probes the one below now and then. Its decisions are a pure function
+// faster rung below is taken, a dearer one that measured no faster is
+// not, and a compressing rung probes the one below now and then. Its decisions are a pure function
 // of the samples it was given: no clock. Not safe for concurrent use:
 // one frame writer's sending goroutine owns it.
 type autoController struct {
@@ -267,6 +266,13 @@ type autoWindow struct {
 	raw, compRaw, compEnc          int
 	enc                            int
 	compress, write, compCPU, idle time.Duration
+}
+
+// linkBound reports whether the stream's writes took a fair share of the
+// window's send time (autoLinkBound): the link, or the far side, held
+// the stream back.
+func (w *autoWindow) linkBound() bool {
+	return float64(w.write) >= autoLinkBound*float64(w.compress+w.write)
 }
 
 func newAutoController() *autoController {
@@ -364,7 +370,7 @@ func (a *autoController) measure() {
 	h := &a.measWin[r]
 	copy(h[1:], h[:len(h)-1])
 	wall := float64(w.compress + w.write + w.idle)
-	if float64(w.write) >= autoLinkBound*float64(w.compress+w.write) || a.peerNsPerByte > 0 {
+	if w.linkBound() || a.peerNsPerByte > 0 {
 		h[0] = measuredWindow{ns: wall / float64(w.enc), perWire: true}
 	} else {
 		h[0] = measuredWindow{ns: wall / float64(w.raw)}
@@ -384,8 +390,8 @@ func (a *autoController) forget(r int) { a.measN[r] = 0 }
 // as much of its data as of the rung: on a hosting account over a
 // 100 Mbit/s link, where the windows' ratios ran from 0.13 to 0.6 as
 // text and media alternated, zstd:1's windows on the less compressible
-// data measured twice lz4's earlier ones, and the stream sent a third of
-// the account as lz4. The link takes the same time per wire byte of any
+// data measured twice lz4's earlier ones, and the stream sent 127 MiB of
+// the account's 606 as lz4. The link takes the same time per wire byte of any
 // data, as a codec (or a producer, or the round trips) the same time
 // per raw byte.
 func (a *autoController) measTime(r int) float64 {
@@ -479,7 +485,7 @@ func (a *autoController) decide(prev int) {
 	top := len(autoLadder) - 1 // the highest rung to consider
 	link := "link-bound"
 	switch {
-	case float64(w.write) >= autoLinkBound*float64(busy):
+	case w.linkBound():
 		// Link-bound: the send time per byte is the link's.
 		if !a.linkMeasured {
 			a.linkNsPerByte = 0
