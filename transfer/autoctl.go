@@ -433,12 +433,12 @@ func (a *autoController) probeStep(prev int) {
 		a.trace(prev, 0, "probe")
 		return
 	}
-	if a.fresh(a.rung) && a.fresh(a.probeFrom) && a.measTime(a.rung) < a.measTime(a.probeFrom) {
+	below, from := a.measTime(a.rung), a.measTime(a.probeFrom)
+	if a.fresh(a.rung) && a.fresh(a.probeFrom) && below < from {
 		a.probeGap[a.probeFrom] = 0
 		a.trace(prev, 0, "probe,lower")
 		return
 	}
-	below, from := a.measTime(a.rung), a.measTime(a.probeFrom)
 	a.rung = a.probeFrom
 	g := &a.probeGap[a.rung]
 	*g = min(2*max(*g, autoMeasFresh), autoProbeMaxGap)
