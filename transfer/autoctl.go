@@ -188,9 +188,10 @@ type frameSample struct {
 // as the CPU keeps up with. The model is checked against each rung's
 // measured wall time per raw byte of the data at hand (measTime): a
 // faster rung below is taken, a dearer one that measured no faster is
-// not, and a compressing rung probes the one below now and then. Its decisions are a pure function
-// of the samples it was given: no clock. Not safe for concurrent use:
-// one frame writer's sending goroutine owns it.
+// not, and a compressing rung probes the one below now and then. Its
+// decisions are a pure function of the samples it was given: no clock.
+// Not safe for concurrent use: one frame writer's sending goroutine owns
+// it.
 type autoController struct {
 	rung int
 	// costScale and ratioScale map the priors onto this machine and this
@@ -391,9 +392,9 @@ func (a *autoController) forget(r int) { a.measN[r] = 0 }
 // 100 Mbit/s link, where the windows' ratios ran from 0.13 to 0.6 as
 // text and media alternated, zstd:1's windows on the less compressible
 // data measured twice lz4's earlier ones, and the streams compressed
-// 83 MiB of the account's text with lz4. The link takes the same time per wire byte of any
-// data, as a codec (or a producer, or the round trips) the same time
-// per raw byte.
+// 83 MiB of the account's text with lz4. The link takes the same time
+// per wire byte of any data, as a codec (or a producer, or the round
+// trips) the same time per raw byte.
 func (a *autoController) measTime(r int) float64 {
 	n := a.measN[r]
 	if n == 0 {
