@@ -160,7 +160,7 @@ func (fc *frameCoder) bookPeer() {
 			fc.auto.peerLink(max(float64(dwait), 1) / float64(dB))
 		}
 	} else if fc.auto != nil {
-		fc.auto.peerCaughtUp()
+		fc.auto.peerCaughtUp(float64(dta) / float64(dB))
 	}
 }
 
