@@ -257,11 +257,14 @@ type autoController struct {
 	// was last measured it is probed again from there (0:
 	// autoMeasFresh).
 	probeGap [autoRungs]int
-	// contention is the codec's wall time over its CPU time (EWMA; 1:
-	// it had a core to itself, or not measured): above 1, other work
-	// waited for the core, and the CPU compression takes is taken from
-	// it (ssh, the other streams, the far side on shared cores).
-	contention float64
+	// contention is the codec's wall time over its CPU time (the median
+	// of the last compressed windows', contentions; 1: it had a core to
+	// itself, or not measured): above 1, other work waited for the core,
+	// and the CPU compression takes is taken from it (ssh, the other
+	// streams, the far side on shared cores). costs are the last
+	// compressed windows' costScale figures.
+	contention         float64
+	costs, contentions recentFigures
 	// decisions counts the windows decided, for tests and the report.
 	decisions int
 	// sent counts the wire bytes of the windows decided, the one being
@@ -270,6 +273,23 @@ type autoController struct {
 	peerSeen bool
 	// traceID numbers the controller in AutoTraceEnv's lines (0: not yet).
 	traceID int64
+}
+
+// recentFigures keeps the last autoMeasKeep figures of one kind, newest
+// first.
+type recentFigures struct {
+	v [autoMeasKeep]float64
+	n int
+}
+
+// add keeps v and returns the figures' robustTime: their median, the
+// lower of two.
+func (f *recentFigures) add(v float64) float64 {
+	copy(f.v[1:], f.v[:len(f.v)-1])
+	f.v[0] = v
+	f.n = min(f.n+1, len(f.v))
+	ts := f.v
+	return robustTime(ts[:f.n])
 }
 
 // measuredWindow is one measured window's wall time, in ns per byte: per
@@ -495,14 +515,16 @@ func (a *autoController) decide(prev int) {
 		if w.compCPU > 0 {
 			cost = float64(w.compCPU) / float64(w.compRaw)
 		}
-		// One window moves the cost by 4× at most: a window the
-		// scheduler starved is not the codec's speed.
+		// The median of the last windows' (the lower of two), each
+		// within 4× of the figure before: one window the scheduler
+		// starved, or whose CPU time a busy host stretched, is not the
+		// codec's speed, nor the machine's load.
 		c := min(max(cost/p.nsPerByte, a.costScale/4), a.costScale*4)
-		a.costScale = mix(a.costScale, max(c, 0.001))
+		a.costScale = a.costs.add(max(c, 0.001))
 		a.lastRatio, a.ratioRung = float64(w.compEnc)/float64(w.compRaw), a.rung
 		a.ratioScale = mix(a.ratioScale, a.lastRatio/p.ratio)
 		if w.compCPU > 0 {
-			a.contention = mix(a.contention, min(max(float64(w.compress)/float64(w.compCPU), 1), autoMaxContention))
+			a.contention = a.contentions.add(min(max(float64(w.compress)/float64(w.compCPU), 1), autoMaxContention))
 		}
 	}
 	busy := w.compress + w.write

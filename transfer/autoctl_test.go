@@ -595,6 +595,38 @@ func TestAutoControllerHeadroom(t *testing.T) {
 	}
 }
 
+// TestAutoControllerOneContendedWindow checks a stream that the link
+// holds back (the receiver measures 70 ns per wire byte, small files at
+// 100 Mbit/s) on cores whose load is steady but for one window in which
+// the codec's wall time was 4 times its CPU time and its CPU time twice
+// the usual, as recorded on the lab: that window moves neither the
+// codec's cost nor the contention the model sees, and the stream stays
+// compressed. Where one window moved them halfway, the model priced
+// compression above the bytes it saves and the stream went to none,
+// where neither is measured again until lz4's retry.
+func TestAutoControllerOneContendedWindow(t *testing.T) {
+	w := autoWorld{costScale: 1.3, ratioScale: 1.66, linkNsPerByte: 0.3, paceNsPerWire: 70}
+	a := newAutoController()
+	var rungs []int
+	for i := range 800 {
+		r := a.current()
+		rungs = append(rungs, r)
+		s := w.frame(r)
+		s.compressCPU = time.Duration(float64(s.compress) / 1.4)
+		if i/4 == 60 {
+			s.compressCPU = 2 * s.compress
+			s.compress *= 8
+		}
+		a.observe(s)
+		if i%8 == 3 {
+			a.peerLink(70)
+		}
+	}
+	if n := count(rungs[4*61:], 0); n > 4*autoProbeWindows {
+		t.Errorf("none on %d frames after the contended window, want %d at most (rungs %v)", n, 4*autoProbeWindows, rungs)
+	}
+}
+
 // bigfileText1G is the bigfile profile's text at 1 Gbit/s and 1 ms RTT on
 // 2 shared cores, as recorded on the lab (see
 // TestAutoControllerOnRecordedTraces): lz4 is the fastest codec there.
