@@ -197,10 +197,13 @@ type frameSample struct {
 // where Write took a fair share of the send time (the link is the
 // bottleneck); while compression is the bottleneck only cheaper rungs
 // are considered, and if the link was never seen blocking it is guessed
-// as fast as the writes went, so the stream moves down the ladder, to
-// none if need be, where any window measures the link:
+// as fast as the writes went (once more than the buffers on the way hold
+// has been sent, or the receiver has reported), so the stream moves down
+// the ladder, to none if need be, where any window measures the link:
 // a fast link with busy cores ends on none, a slow one on a level as high
-// as the CPU keeps up with. The model is checked against each rung's
+// as the CPU keeps up with; where the receiver measured the link as the
+// bottleneck, a dearer rung whose codec keeps well ahead of it (headroom)
+// is taken on any predicted gain. The model is checked against each rung's
 // measured wall time per raw byte of the data at hand (measTime): a
 // faster rung below is taken, a dearer one that measured no faster is
 // not, and a compressing rung probes the one below now and then. Its
@@ -257,12 +260,12 @@ type autoController struct {
 	// was last measured it is probed again from there (0:
 	// autoMeasFresh).
 	probeGap [autoRungs]int
-	// contention is the codec's wall time over its CPU time (the median
-	// of the last compressed windows', contentions; 1: it had a core to
-	// itself, or not measured): above 1, other work waited for the core,
-	// and the CPU compression takes is taken from it (ssh, the other
-	// streams, the far side on shared cores). costs are the last
-	// compressed windows' costScale figures.
+	// contention is the codec's wall time over its CPU time, the median
+	// of the last compressed windows' figures kept in contentions (1: it
+	// had a core to itself, or not measured): above 1, other work waited
+	// for the core, and the CPU compression takes is taken from it (ssh,
+	// the other streams, the far side on shared cores). costs keeps the
+	// last compressed windows' costScale figures likewise.
 	contention         float64
 	costs, contentions recentFigures
 	// decisions counts the windows decided, for tests and the report.
@@ -288,7 +291,7 @@ func (f *recentFigures) add(v float64) float64 {
 	copy(f.v[1:], f.v[:len(f.v)-1])
 	f.v[0] = v
 	f.n = min(f.n+1, len(f.v))
-	ts := f.v
+	ts := f.v // robustTime sorts: a copy
 	return robustTime(ts[:f.n])
 }
 

@@ -129,8 +129,8 @@ func (fc *frameCoder) peerReceived(recvBytes int64, recvWait, idle time.Duration
 // writes alone do not show it, as the receiver asks for at most a few
 // batches ahead and the buffers on the way take them at once. When this
 // side was the bottleneck, the receiver waited for it, not for the link,
-// and the writes measure the link. Called with fc.mu held, on the
-// sending goroutine.
+// and the interval's wall time per byte bounds the link's time
+// (peerCaughtUp). Called with fc.mu held, on the sending goroutine.
 func (fc *frameCoder) bookPeer() {
 	if !fc.peerFresh {
 		return
