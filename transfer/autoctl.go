@@ -143,8 +143,6 @@ const (
 	// autoMeasShare is the share of a window's raw bytes that must have
 	// gone through the current rung for the window to measure the rung.
 	autoMeasShare = 0.9
-	// autoMeasNoiseMax caps measNoise.
-	autoMeasNoiseMax = 0.5
 	// autoMeasKeep is how many of a rung's measured windows its measured
 	// time is the median of. A single window can be several times
 	// slower than its neighbours without the rung being so: the
@@ -463,45 +461,6 @@ func (a *autoController) measTime(r int) float64 {
 	return robustTime(ts[:n])
 }
 
-// measNoise returns the share by which two rungs' measured times must
-// differ for the difference to count: 0, or, while the receiver
-// measures the link as the bottleneck (a stream its requests pace), half
-// the larger of the two rungs' spreads (at most autoMeasNoiseMax), a
-// spread being how far apart a rung's kept windows are (max - min) over
-// their median. Such a stream waits for requests from 20 to 170 ms a
-// window at 100 Mbit/s, whatever the rung, and its windows tell rungs
-// apart only where they differ by more than that: on small files and on
-// a hosting account the noise moved the streams between zstd:1 and
-// zstd:3, and to lz4, where the model put zstd:3 up to 30% ahead.
-func (a *autoController) measNoise(r, s int) float64 {
-	if a.peerNsPerByte == 0 {
-		return 0
-	}
-	return min(autoMeasNoiseMax, max(a.measSpread(r), a.measSpread(s))/2)
-}
-
-// measSpread returns (max - min) / median of rung r's kept windows, as
-// measTime takes them (0 with fewer than two).
-func (a *autoController) measSpread(r int) float64 {
-	n := a.measN[r]
-	if n < 2 {
-		return 0
-	}
-	var ts [autoMeasKeep]float64
-	for i, m := range a.measWin[r][:n] {
-		ts[i] = m.ns
-		if m.perWire {
-			ts[i] *= a.ratio(r)
-		}
-	}
-	lo, hi := slices.Min(ts[:n]), slices.Max(ts[:n])
-	med := robustTime(ts[:n])
-	if med <= 0 {
-		return 0
-	}
-	return (hi - lo) / med
-}
-
 // robustTime returns the median of the times per byte in ts (1 to
 // autoMeasKeep of them), the lower of two: what else ran only ever
 // stretches a window's time, never shrinks it. It sorts ts.
@@ -527,7 +486,7 @@ func (a *autoController) probeStep(prev int) {
 		return
 	}
 	below, from := a.measTime(a.rung), a.measTime(a.probeFrom)
-	if a.fresh(a.rung) && a.fresh(a.probeFrom) && below < (1-a.measNoise(a.rung, a.probeFrom))*from {
+	if a.fresh(a.rung) && a.fresh(a.probeFrom) && below < from {
 		a.probeGap[a.probeFrom] = 0
 		a.trace(prev, 0, "probe,lower")
 		return
@@ -638,15 +597,15 @@ func (a *autoController) decide(prev int) {
 		best, bestT = a.rung+1, a.predict(a.rung+1)
 	}
 	switch {
-	case a.rung > 0 && a.fresh(a.rung-1) && a.fresh(a.rung) && a.measTime(a.rung-1) < (1-a.measNoise(a.rung-1, a.rung))*a.measTime(a.rung):
+	case a.rung > 0 && a.fresh(a.rung-1) && a.fresh(a.rung) && a.measTime(a.rung-1) < a.measTime(a.rung):
 		// The rung below measured faster, whatever the model says
 		// (cheaper needs no gain, as in the model's own choice).
 		a.probeGap[a.rung] = 0
 		a.rung, link = a.rung-1, link+",measured-lower"
-	case best > a.rung && a.fresh(best) && a.fresh(a.rung) && a.measTime(best) > (autoSwitchGain+a.measNoise(best, a.rung))*a.measTime(a.rung):
+	case best > a.rung && a.fresh(best) && a.fresh(a.rung) && a.measTime(best) > autoSwitchGain*a.measTime(a.rung):
 		// A dearer rung the model prefers did not measure faster.
 		link += ",measured-stay"
-	case best < a.rung && a.fresh(best) && a.fresh(a.rung) && (autoSwitchGain-a.measNoise(best, a.rung))*a.measTime(best) > a.measTime(a.rung):
+	case best < a.rung && a.fresh(best) && a.fresh(a.rung) && autoSwitchGain*a.measTime(best) > a.measTime(a.rung):
 		// A cheaper rung the model prefers measured slower by more
 		// than the switching margin. The model's link is a guess
 		// whenever the receiver keeps up (which compressing may be

@@ -627,39 +627,6 @@ func TestAutoControllerOneContendedWindow(t *testing.T) {
 	}
 }
 
-// TestAutoControllerPacedNoise checks the stream of
-// TestAutoControllerHeadroom (a slow link shared by four streams, 160 ns
-// per wire byte as the receiver measures it, cores shared with other
-// work) when its waits for the receiver's requests run from a third to
-// two and a half times their mean from window to window, whatever the
-// rung, as recorded on the lab (20 to 170 ms a window on small files at
-// 100 Mbit/s): rungs whose measured times differ by less than that noise
-// are not told apart by them, and the stream stays on the levels the
-// model prefers. Where any measured difference counted, it went down to
-// lz4 and none, at up to twice the wire bytes.
-func TestAutoControllerPacedNoise(t *testing.T) {
-	w := recordedWorld{
-		autoWorld:  autoWorld{ratioScale: 1.66, linkNsPerByte: 0.3, paceNsPerWire: 160},
-		cpuScale:   1.3,
-		contention: []float64{1.43, 1.56, 2.71, 1.65, 2.14, 1.93, 2.57, 1.49},
-	}
-	waits := []float64{0.3, 1.0, 2.5, 0.6, 1.8, 0.4, 1.2, 2.2, 0.5, 1.5, 0.8}
-	a := newAutoController()
-	rungs := w.runEach(a, 1600, func(i int, s *frameSample) {
-		s.idle = time.Duration(float64(s.idle) * waits[(i/4)%len(waits)])
-		switch i % 12 {
-		case 5:
-			a.peerLink(160)
-		case 11:
-			a.peerCaughtUp(170)
-		}
-	})
-	late := rungs[len(rungs)/2:]
-	if n, most := count(late, 0)+count(late, 1), len(late)/20; n > most {
-		t.Errorf("none or lz4 on %d of the last %d frames, want %d at most (rungs %v)", n, len(late), most, rungs)
-	}
-}
-
 // bigfileText1G is the bigfile profile's text at 1 Gbit/s and 1 ms RTT on
 // 2 shared cores, as recorded on the lab (see
 // TestAutoControllerOnRecordedTraces): lz4 is the fastest codec there.
