@@ -318,6 +318,10 @@ func (w *autoWindow) linkBound() bool {
 	return float64(w.write) >= autoLinkBound*float64(w.compress+w.write)
 }
 
+// wall is the window's wall time on the stream: compressing, writing and
+// waiting for frames to send.
+func (w *autoWindow) wall() time.Duration { return w.compress + w.write + w.idle }
+
 func newAutoController() *autoController {
 	return &autoController{rung: autoStartRung, costScale: 1, ratioScale: 1, contention: 1}
 }
@@ -412,7 +416,7 @@ func (a *autoController) measure() {
 	if a.onRung < autoMeasSkip {
 		return // what the queues and buffers held went at the old rung's pace
 	}
-	if w.enc == 0 || w.compress+w.write+w.idle <= 0 {
+	if w.enc == 0 || w.wall() <= 0 {
 		return
 	}
 	r := a.rung
@@ -421,7 +425,7 @@ func (a *autoController) measure() {
 	}
 	h := &a.measWin[r]
 	copy(h[1:], h[:len(h)-1])
-	wall := float64(w.compress + w.write + w.idle)
+	wall := float64(w.wall())
 	if w.linkBound() || a.peerNsPerByte > 0 {
 		h[0] = measuredWindow{ns: wall / float64(w.enc), perWire: true}
 	} else {
@@ -552,7 +556,7 @@ func (a *autoController) decide(prev int) {
 		// (the link carried the bytes at that pace, not at the pace
 		// of the codec's and the writes' time alone), and a dearer
 		// rung would be slower.
-		a.linkNsPerByte = min(a.linkNsPerByte, float64(busy+w.idle)/float64(w.enc))
+		a.linkNsPerByte = min(a.linkNsPerByte, float64(w.wall())/float64(w.enc))
 		top, link = a.rung, "codec-bound"
 	case a.sent < autoGuessAfterBytes && !a.peerSeen:
 		// The link was never seen blocking, and the writes so far may
